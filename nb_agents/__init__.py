@@ -1,0 +1,110 @@
+"""nb_agents: LLM agents whose turns pause for a human, Jupyter-native.
+
+A tool call can *interrupt* a turn; the caller answers with ``respond`` or
+``restart`` parts and the turn resumes where it paused. The behaviour and the
+wire shapes are Genkit's agent API.
+
+Example:
+    >>> import nb_agents as nba
+    >>> from nb_agents.testing import ScriptedModel
+    >>> agent = nba.define_agent("hello", model=ScriptedModel([
+    ...     {"message": {"role": "model", "content": [{"text": "hi!"}]}, "finishReason": "stop"}]))
+    >>> agent.chat().send_sync("hello").text
+    'hi!'
+"""
+
+from . import middleware
+from .agent import Agent, define_agent, define_custom_agent
+from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
+from .connection import AgentConnection
+from .errors import (
+    AbortedError,
+    AgentError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NbAgentsError,
+    NotFoundError,
+)
+from .interrupts import Interrupt, InterruptCall, interrupt_as
+from .models.base import Model, register_provider
+from .session import Session, TurnContext
+from .stores import InMemorySessionStore, SessionStore
+from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
+from .types import (
+    AgentInit,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    Artifact,
+    FinishReason,
+    GenerateRequest,
+    GenerateResponse,
+    Message,
+    ModelResponseChunk,
+    Part,
+    SessionSnapshot,
+    SessionState,
+    SnapshotStatus,
+    ToolRequest,
+    ToolResponse,
+    ToolResume,
+    TurnEnd,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbortedError",
+    "Agent",
+    "AgentChunk",
+    "AgentConnection",
+    "AgentError",
+    "AgentInit",
+    "AgentInput",
+    "AgentInterrupt",
+    "AgentOutput",
+    "AgentResponse",
+    "AgentStreamChunk",
+    "AgentTurn",
+    "Artifact",
+    "Chat",
+    "DetachedTask",
+    "FailedPreconditionError",
+    "FinishReason",
+    "GenerateRequest",
+    "GenerateResponse",
+    "InMemorySessionStore",
+    "InternalError",
+    "Interrupt",
+    "InterruptCall",
+    "InvalidArgumentError",
+    "Message",
+    "Model",
+    "ModelResponseChunk",
+    "NbAgentsError",
+    "NotFoundError",
+    "Part",
+    "Session",
+    "SessionSnapshot",
+    "SessionState",
+    "SessionStore",
+    "SnapshotStatus",
+    "Tool",
+    "ToolContext",
+    "ToolFail",
+    "ToolRequest",
+    "ToolResponse",
+    "ToolResume",
+    "TurnContext",
+    "TurnEnd",
+    "__version__",
+    "define_agent",
+    "define_custom_agent",
+    "define_interrupt",
+    "interrupt_as",
+    "middleware",
+    "register_provider",
+    "resumable_tool",
+    "tool",
+]

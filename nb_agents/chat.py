@@ -1,0 +1,463 @@
+"""The chat API: a conversation object that tracks its own session.
+
+`Chat.send` runs one turn and returns an `AgentResponse`; its
+``interrupts`` are `AgentInterrupt` builders whose parts go back through
+`Chat.resume`. The chat remembers the snapshot id (server-managed agents) or
+the state blob (client-managed ones), so the next call continues where the
+last one ended, the way Genkit's ``remoteAgent`` does. A turn that ends
+``failed`` raises `AgentError` and leaves the chat where it was, so a
+rejected answer can be corrected and sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import jsonpatch
+
+from . import _sync
+from .errors import AgentError
+from .interrupts import respond_part, restart_part
+from .runner import Invocation
+from .types import (
+    AgentInit,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    Artifact,
+    Message,
+    Part,
+    SessionSnapshot,
+    SessionState,
+    ToolResume,
+)
+
+if TYPE_CHECKING:
+    from .agent import AgentLike
+
+__all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse", "AgentTurn", "Chat", "DetachedTask", "SyncAgentTurn"]
+
+TERMINAL = ("completed", "failed", "aborted", "expired")
+
+
+class AgentInterrupt:
+    """One paused tool call of a response, with builders for the answer.
+
+    Attributes:
+        name: The tool's name.
+        ref: The call's ref, if the model gave one.
+        input: What the model passed the tool (shown to the human).
+        data: The pause payload (``metadata.interrupt``), a dict or None.
+        part: The interrupted tool-request part itself.
+    """
+
+    def __init__(self, part: Part) -> None:
+        assert part.tool_request is not None
+        self.part = part
+        self.name = part.tool_request.name
+        self.ref = part.tool_request.ref
+        self.input = part.tool_request.input
+        data = (part.metadata or {}).get("interrupt")
+        self.data: dict[str, Any] | None = data if isinstance(data, dict) else None
+
+    def respond(self, output: Any) -> Part:
+        """A ``toolResponse`` part supplying the tool's output. Does not send."""
+        return respond_part(self.part, output, mark=False)
+
+    def restart(self, resumed: Any = None, replace_input: Any = None) -> Part:
+        """A ``toolRequest`` part that runs the tool again. Does not send.
+
+        Args:
+            resumed: What the tool sees as ``ctx.resumed`` (its reply).
+            replace_input: A new input for the call (the original is kept
+                in ``replacedInput`` so the server can check it).
+        """
+        return restart_part(self.part, resumed=resumed, replace_input=replace_input, mark_resumed=False)
+
+    def approve(self) -> Part:
+        """Approve a call held by `ToolApproval`. Goes in ``restart``."""
+        return restart_part(self.part, resumed={"toolApproved": True})
+
+    def __repr__(self) -> str:
+        return f"AgentInterrupt(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
+
+
+class AgentResponse:
+    """The result of one chat turn.
+
+    Attributes:
+        raw: The `AgentOutput` on the wire.
+        message: The reply (for a paused turn: the model message holding the
+            interrupted tool requests).
+        finish_reason: One of the nine agent finish reasons.
+        snapshot_id: Where the turn ended (server-managed agents).
+        session_id: The conversation id.
+        state: The full state blob (client-managed agents).
+        custom: The custom state after the turn.
+        artifacts: The session's artifacts.
+    """
+
+    def __init__(self, raw: AgentOutput, *, custom: Any = None) -> None:
+        self.raw = raw
+        self.message = raw.message
+        self.finish_reason = raw.finish_reason or "unknown"
+        self.snapshot_id = raw.snapshot_id
+        self.session_id = raw.session_id
+        self.state = raw.state
+        self.custom = raw.state.custom if raw.state is not None else custom
+        self.artifacts: list[Artifact] = list(raw.artifacts or [])
+        self.error = raw.error
+
+    @property
+    def text(self) -> str:
+        return self.message.text if self.message is not None else ""
+
+    @property
+    def finish_message(self) -> str | None:
+        return self.error.message if self.error is not None else None
+
+    @property
+    def tool_requests(self) -> list[Part]:
+        return self.message.tool_requests if self.message is not None else []
+
+    @property
+    def interrupts(self) -> list[AgentInterrupt]:
+        """The paused tool calls; empty unless ``finish_reason == "interrupted"``."""
+        return [AgentInterrupt(p) for p in self.raw.interrupts()]
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentResponse(finish_reason={self.finish_reason!r}, text={self.text!r}, "
+            f"interrupts={len(self.interrupts)}, snapshot_id={self.snapshot_id!r})"
+        )
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import response_bundle
+
+        return response_bundle(self)
+
+
+class AgentChunk:
+    """One streamed chunk of a chat turn.
+
+    Attributes:
+        raw: The `AgentStreamChunk` on the wire.
+        text: The model text in this chunk ("" for other kinds).
+        accumulated_text: All model text of the turn so far.
+        custom: The custom state after a ``customPatch`` chunk, else None.
+    """
+
+    def __init__(self, raw: AgentStreamChunk, *, accumulated_text: str, custom: Any = None) -> None:
+        self.raw = raw
+        self.model_chunk = raw.model_chunk
+        self.custom_patch = raw.custom_patch
+        self.artifact = raw.artifact
+        self.turn_end = raw.turn_end
+        self.text = raw.model_chunk.text if raw.model_chunk is not None and raw.model_chunk.role != "tool" else ""
+        self.accumulated_text = accumulated_text
+        self.custom = custom
+
+    @property
+    def tool_requests(self) -> list[Part]:
+        mc = self.model_chunk
+        return [p for p in mc.content if p.tool_request is not None] if mc is not None else []
+
+    @property
+    def interrupts(self) -> list[AgentInterrupt]:
+        mc = self.model_chunk
+        return [AgentInterrupt(p) for p in mc.interrupts()] if mc is not None else []
+
+    def __repr__(self) -> str:
+        kind = next(k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None)
+        return f"AgentChunk({kind}, text={self.text!r})"
+
+
+_DONE = object()
+
+
+class AgentTurn:
+    """A streaming turn: iterate it for `AgentChunk` values, await ``response``.
+
+    Example:
+        >>> async def main(chat):                                      # doctest: +SKIP
+        ...     turn = chat.send_stream("hi")
+        ...     async for chunk in turn:
+        ...         print(chunk.text, end="")
+        ...     res = await turn.response
+    """
+
+    def __init__(self, chat: Chat, inp: AgentInput) -> None:
+        self._chat = chat
+        self._input = inp
+        self._queue: asyncio.Queue[object] | None = None
+        self._task: asyncio.Task[AgentResponse] | None = None
+        self._abort: asyncio.Event | None = None
+
+    def _start(self) -> asyncio.Task[AgentResponse]:
+        if self._task is None:
+            self._queue = asyncio.Queue()
+            self._abort = asyncio.Event()
+            self._task = asyncio.ensure_future(self._chat._run(self._input, self._queue, self._abort))
+        return self._task
+
+    @property
+    def response(self) -> asyncio.Task[AgentResponse]:
+        """Await it for the `AgentResponse` (raises `AgentError` on failure)."""
+        return self._start()
+
+    def abort(self) -> None:
+        """Abort the turn; the response resolves with finish reason ``aborted``."""
+        self._start()
+        assert self._abort is not None
+        self._abort.set()
+
+    def __aiter__(self) -> AsyncIterator[AgentChunk]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[AgentChunk]:
+        self._start()
+        assert self._queue is not None
+        while True:
+            item = await self._queue.get()
+            if item is _DONE:
+                return
+            assert isinstance(item, AgentChunk)
+            yield item
+
+
+class SyncAgentTurn:
+    """The sync twin of `AgentTurn`: ``for chunk in turn``, then ``turn.response``."""
+
+    def __init__(self, turn: AgentTurn) -> None:
+        self._turn = turn
+
+    def __iter__(self) -> Iterator[AgentChunk]:
+        return _sync.iterate(aiter(self._turn))
+
+    @property
+    def response(self) -> AgentResponse:
+        return _sync.run(self._turn.response)
+
+    def abort(self) -> None:
+        _sync.portal_loop().call_soon_threadsafe(self._turn.abort)
+
+
+def _as_input(value: str | Message | AgentInput | dict[str, Any]) -> AgentInput:
+    if isinstance(value, AgentInput):
+        return value
+    if isinstance(value, Message):
+        return AgentInput(message=value)
+    if isinstance(value, str):
+        return AgentInput(message=Message(role="user", content=[Part(text=value)]))
+    if isinstance(value, dict):
+        return AgentInput.model_validate(value)
+    raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")
+
+
+class Chat:
+    """A conversation with an agent (local or remote) that tracks its session.
+
+    Create it with ``agent.chat()`` (optionally ``snapshot_id=``,
+    ``session_id=`` or ``state=``). Every async verb has a ``_sync`` twin.
+
+    Example:
+        >>> chat = agent.chat()                                          # doctest: +SKIP
+        >>> res = chat.send_sync("Transfer $500 to savings")             # doctest: +SKIP
+        >>> res = chat.resume_sync(respond=[res.interrupts[0].respond({"approved": True})])  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        agent: AgentLike,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+    ) -> None:
+        self.agent = agent
+        self.snapshot_id = snapshot_id
+        self.session_id = session_id
+        self._state = SessionState.model_validate(state) if isinstance(state, dict) else state
+        self.custom: Any = self._state.custom if self._state is not None else None
+        self.messages: list[Message] = list(self._state.messages) if self._state is not None else []
+        self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
+        self.last: AgentResponse | None = None
+        self._turn: AgentTurn | None = None
+
+    @property
+    def state(self) -> SessionState | None:
+        """The state blob the next turn sends (client-managed agents)."""
+        return self._state
+
+    def _init(self) -> AgentInit:
+        if self.snapshot_id:
+            return AgentInit(snapshot_id=self.snapshot_id)
+        if self._state is not None:
+            return AgentInit(state=self._state)
+        return AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
+
+    async def _run(self, inp: AgentInput, queue: asyncio.Queue[object], abort: asyncio.Event) -> AgentResponse:
+        text = ""
+        custom = copy.deepcopy(self.custom)
+
+        async def on_chunk(raw: AgentStreamChunk) -> None:
+            nonlocal text, custom
+            chunk_custom = None
+            if raw.model_chunk is not None and raw.model_chunk.role != "tool":
+                text += raw.model_chunk.text
+            if raw.custom_patch is not None:
+                custom = jsonpatch.apply_patch(custom if custom is not None else {}, raw.custom_patch)
+                chunk_custom = custom
+            await queue.put(AgentChunk(raw, accumulated_text=text, custom=chunk_custom))
+
+        try:
+            out = await self.agent._invoke(inp, self._init(), on_chunk=on_chunk, abort_signal=abort)
+        finally:
+            await queue.put(_DONE)
+        return self._absorb(inp, out, custom)
+
+    def _absorb(self, inp: AgentInput, out: AgentOutput, custom: Any) -> AgentResponse:
+        res = AgentResponse(out, custom=custom)
+        if out.finish_reason == "failed":
+            err = out.error
+            raise AgentError(
+                err.message if err is not None else "the turn failed",
+                status=err.status if err is not None else None,
+                details=err.details if err is not None else None,
+                response=res,
+            )
+        if out.finish_reason == "detached":
+            self.snapshot_id = out.snapshot_id or self.snapshot_id
+            self.session_id = out.session_id or self.session_id
+            return res
+        self.snapshot_id = out.snapshot_id or self.snapshot_id
+        self.session_id = out.session_id or self.session_id
+        if out.state is not None:
+            self._state = out.state
+            self.messages = list(out.state.messages)
+            self.artifacts = list(out.state.artifacts)
+            self.custom = out.state.custom
+        else:
+            if out.finish_reason != "aborted":
+                if inp.message is not None:
+                    self.messages.append(inp.message)
+                if out.message is not None:
+                    self.messages.append(out.message)
+            self.custom = custom
+            for art in out.artifacts or []:
+                self._upsert(art)
+        self.last = res
+        return res
+
+    def _upsert(self, art: Artifact) -> None:
+        for i, old in enumerate(self.artifacts):
+            if art.name is not None and old.name == art.name:
+                self.artifacts[i] = art
+                return
+        self.artifacts.append(art)
+
+    # -- verbs ----------------------------------------------------------------------
+    def send_stream(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentTurn:
+        """Start a turn and stream it; see `AgentTurn`."""
+        self._turn = AgentTurn(self, _as_input(input))
+        return self._turn
+
+    async def send(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentResponse:
+        """Run one turn and return its response (raises `AgentError` if it failed)."""
+        return await self.send_stream(input).response
+
+    def resume_stream(
+        self,
+        respond: Sequence[Part] = (),
+        restart: Sequence[Part] = (),
+        metadata: Any = None,
+    ) -> AgentTurn:
+        """Answer the paused turn and stream the continuation."""
+        return self.send_stream(AgentInput(resume=ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)))
+
+    async def resume(
+        self,
+        respond: Sequence[Part] = (),
+        restart: Sequence[Part] = (),
+        metadata: Any = None,
+    ) -> AgentResponse:
+        """Answer the paused turn: `respond` parts supply outputs, `restart`
+        parts re-run tools. Both lists may be used at once."""
+        return await self.resume_stream(respond, restart, metadata).response
+
+    async def detach(self, input: str | Message | AgentInput | dict[str, Any]) -> DetachedTask:
+        """Start a turn that goes on in the background; returns a `DetachedTask`."""
+        inp = _as_input(input).model_copy(update={"detach": True})
+        res = await self.send(inp)
+        assert res.snapshot_id is not None
+        return DetachedTask(self.agent, res.snapshot_id)
+
+    async def abort(self) -> str | None:
+        """Abort the turn in flight, or the chat's pending snapshot."""
+        if self._turn is not None and self._turn._task is not None and not self._turn._task.done():
+            self._turn.abort()
+            return "pending"
+        if self.snapshot_id:
+            return await self.agent.abort(self.snapshot_id)
+        return None
+
+    # -- sync twins ------------------------------------------------------------------
+    def send_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentResponse:
+        return _sync.run(self.send(input))
+
+    def send_stream_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> SyncAgentTurn:
+        return SyncAgentTurn(self.send_stream(input))
+
+    def resume_sync(self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None) -> AgentResponse:
+        return _sync.run(self.resume(respond, restart, metadata))
+
+    def resume_stream_sync(
+        self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None
+    ) -> SyncAgentTurn:
+        return SyncAgentTurn(self.resume_stream(respond, restart, metadata))
+
+    def detach_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> DetachedTask:
+        return _sync.run(self.detach(input))
+
+    def abort_sync(self) -> str | None:
+        return _sync.run(self.abort())
+
+
+class DetachedTask:
+    """A turn running in the background; poll it or wait for it."""
+
+    def __init__(self, agent: AgentLike, snapshot_id: str) -> None:
+        self.agent = agent
+        self.snapshot_id = snapshot_id
+
+    async def poll(self) -> SessionSnapshot | None:
+        """The snapshot as it is now."""
+        return await self.agent.get_snapshot(self.snapshot_id)
+
+    async def wait(self, *, interval: float = 0.5, timeout: float | None = None) -> SessionSnapshot:
+        """Poll until the snapshot is terminal (completed, failed, aborted, expired)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                snap = await self.poll()
+                if snap is not None and snap.status in TERMINAL:
+                    return snap
+                await asyncio.sleep(interval)
+
+    async def abort(self) -> str | None:
+        """Abort the background turn; returns the previous status."""
+        return await self.agent.abort(self.snapshot_id)
+
+    def poll_sync(self) -> SessionSnapshot | None:
+        return _sync.run(self.poll())
+
+    def wait_sync(self, *, interval: float = 0.5, timeout: float | None = None) -> SessionSnapshot:
+        return _sync.run(self.wait(interval=interval, timeout=timeout))
+
+    def abort_sync(self) -> str | None:
+        return _sync.run(self.abort())
+
+
+_ = Invocation

@@ -1,0 +1,183 @@
+"""Interrupts as data: the pause signal, the answer builders and typed claims.
+
+A tool pauses its turn by raising `Interrupt`. The paused turn *returns*: its
+model message carries the tool request with ``metadata.interrupt`` set to the
+pause data. Answers are parts built here:
+
+* ``respond``: a ``toolResponse`` part that supplies the tool's output (the
+  tool does not run);
+* ``restart``: a ``toolRequest`` part that runs the tool again, with
+  ``metadata.resumed`` (what the tool sees as its reply) and, when the input
+  was replaced, ``metadata.replacedInput`` holding the original input.
+
+`InterruptCall` is the typed claim Go calls ``tool.Interrupted(part)``;
+`AgentInterrupt` (in `nb_agents.chat`) is the untyped one of the chat API.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .types import Part, ToolRequest, ToolResponse
+
+if TYPE_CHECKING:
+    from .tools import Tool
+
+__all__ = [
+    "Interrupt",
+    "InterruptCall",
+    "interrupt_as",
+    "respond_part",
+    "restart_part",
+    "to_json_value",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def to_json_value(value: Any) -> Any:
+    """Turn a pydantic model (or a structure holding some) into plain JSON data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, dict):
+        return {k: to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json_value(v) for v in value]
+    return value
+
+
+class Interrupt(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a tool to pause the turn and hand control to the caller.
+
+    Args:
+        data: The pause payload shown to the human: a JSON object (a dict or a
+            pydantic model) or None. It lands in ``metadata.interrupt`` of the
+            tool request (``true`` when None).
+
+    Example:
+        >>> raise Interrupt({"details": "Transfer $500 to savings"})  # doctest: +SKIP
+    """
+
+    def __init__(self, data: BaseModel | dict[str, Any] | None = None) -> None:
+        value = to_json_value(data)
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(
+                "Interrupt data must be a JSON object (a dict or a pydantic model) or None, "
+                f"got {type(data).__name__}: {data!r}"
+            )
+        super().__init__("interrupt")
+        self.data: dict[str, Any] | None = value
+
+
+def respond_part(
+    request: Part, output: Any, *, metadata: Any = None, mark: bool = True
+) -> Part:
+    """A ``toolResponse`` part answering an interrupted request with `output`.
+
+    With ``mark`` (the default, as Go's ``Respond``) the part carries
+    ``metadata.interruptResponse``; the chat builders leave it off as JS does.
+    """
+    tr = _tool_request(request)
+    part = Part(
+        tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=to_json_value(output))
+    )
+    if mark:
+        part.metadata = {"interruptResponse": to_json_value(metadata) if metadata is not None else True}
+    return part
+
+
+def restart_part(
+    request: Part, *, resumed: Any = None, replace_input: Any = None, mark_resumed: bool = True
+) -> Part:
+    """A ``toolRequest`` part that re-runs an interrupted request.
+
+    Args:
+        request: The interrupted tool-request part.
+        resumed: What the tool sees as ``ctx.resumed`` (its reply). When None
+            and ``mark_resumed`` is set, ``true`` is sent.
+        replace_input: A new input; the original goes in ``replacedInput``.
+        mark_resumed: Whether to set ``metadata.resumed`` when ``resumed`` is None.
+    """
+    tr = _tool_request(request)
+    meta = {k: v for k, v in (request.metadata or {}).items() if k not in ("interrupt", "pendingOutput")}
+    if resumed is not None:
+        meta["resumed"] = to_json_value(resumed)
+    elif mark_resumed:
+        meta["resumed"] = True
+    new_input = tr.input
+    if replace_input is not None:
+        meta["replacedInput"] = tr.input
+        new_input = to_json_value(replace_input)
+    return Part(
+        tool_request=ToolRequest(name=tr.name, ref=tr.ref, input=new_input),
+        metadata=meta or None,
+    )
+
+
+def _tool_request(part: Part) -> ToolRequest:
+    if part.tool_request is None:
+        raise ValueError(f"expected a toolRequest part, got {part.to_json()}")
+    return part.tool_request
+
+
+def interrupt_as(part: Part, model: type[T]) -> T | None:
+    """Read an interrupt's pause data as `model` (Go ``ai.InterruptAs``).
+
+    Returns None when the part is not an interrupt or its data does not fit.
+    """
+    if not part.is_interrupt:
+        return None
+    data = (part.metadata or {}).get("interrupt")
+    try:
+        return model.model_validate(data if isinstance(data, dict) else {})
+    except ValidationError:
+        return None
+
+
+InT = TypeVar("InT")
+
+
+class InterruptCall(Generic[InT]):
+    """A typed claim on an interrupted call of one tool (Go ``tool.Interrupted``).
+
+    Attributes:
+        part: The interrupted tool-request part.
+        input: The request's input, decoded to the tool's input type.
+        data: The pause data (``metadata.interrupt``), a dict or None.
+    """
+
+    def __init__(self, tool: Tool, part: Part, input: InT) -> None:
+        self.tool = tool
+        self.part = part
+        self.input = input
+        data = (part.metadata or {}).get("interrupt")
+        self.data: dict[str, Any] | None = data if isinstance(data, dict) else None
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def ref(self) -> str | None:
+        return self.part.tool_request.ref if self.part.tool_request else None
+
+    def restart(self, reply: Any = None) -> Part:
+        """Re-run the tool with `reply` as its resume value (goes in ``restart``)."""
+        return restart_part(self.part, resumed=reply)
+
+    def restart_with_input(self, new_input: Any, reply: Any = None) -> Part:
+        """Re-run the tool on revised input (goes in ``restart``)."""
+        return restart_part(self.part, resumed=reply, replace_input=new_input)
+
+    def respond(self, output: Any) -> Part:
+        """Supply the tool's output without running it (goes in ``respond``)."""
+        return respond_part(self.part, output)
+
+    def approve(self) -> Part:
+        """Approve a call held by `ToolApproval` (restart with ``toolApproved``)."""
+        return restart_part(self.part, resumed={"toolApproved": True})
+
+    def __repr__(self) -> str:
+        return f"InterruptCall(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"

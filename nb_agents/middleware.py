@@ -1,0 +1,99 @@
+"""Middleware: hooks around each model call and each tool call of a turn.
+
+A middleware overrides `Middleware.wrap_model` and/or `Middleware.wrap_tool`
+and calls ``call_next`` to go on (or not). `ToolApproval` is the built-in
+one: it holds every tool call outside an allowlist as an interrupt until the
+caller approves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from .interrupts import Interrupt, respond_part, restart_part
+from .tools import ToolContext
+from .types import GenerateRequest, GenerateResponse, Part
+
+__all__ = ["ApprovalHold", "Middleware", "ModelNext", "ToolApproval", "ToolNext"]
+
+ModelNext = Callable[[GenerateRequest], Awaitable[GenerateResponse]]
+ToolNext = Callable[[Any, ToolContext], Awaitable[Any]]
+
+
+class Middleware:
+    """Base class: both hooks pass straight through."""
+
+    async def wrap_model(self, request: GenerateRequest, call_next: ModelNext) -> GenerateResponse:
+        return await call_next(request)
+
+    async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
+        return await call_next(input, ctx)
+
+
+def _approved(resumed: Any) -> bool:
+    if not isinstance(resumed, dict):
+        return False  # a bare `resumed: true` is not approval
+    return resumed.get("toolApproved") is True or resumed.get("tool_approved") is True
+
+
+class ApprovalHold:
+    """A claim on a tool call held by `ToolApproval`."""
+
+    def __init__(self, part: Part) -> None:
+        assert part.tool_request is not None
+        self.part = part
+        self.name = part.tool_request.name
+        self.ref = part.tool_request.ref
+        self.input = part.tool_request.input
+
+    def approve(self) -> Part:
+        """Let the call run: a restart with ``resumed.toolApproved = true``."""
+        return restart_part(self.part, resumed={"toolApproved": True})
+
+    def deny(self, output: Any = None) -> Part:
+        """Refuse the call: a respond whose output the model sees instead."""
+        if output is None:
+            output = {"error": f"The user denied the call to '{self.name}'."}
+        return respond_part(self.part, output)
+
+    respond = deny
+
+    def __repr__(self) -> str:
+        return f"ApprovalHold(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"
+
+
+class ToolApproval(Middleware):
+    """Hold every tool call not in `allowed_tools` until it is approved.
+
+    A held call pauses the turn with ``{"message": "Tool not in approved list:
+    <name>"}``. Approve by restarting it with ``resumed.toolApproved = true``
+    (`ApprovalHold.approve`, `AgentInterrupt.approve`); deny by responding.
+
+    Args:
+        allowed_tools: Tool names that run without asking. Empty gates all.
+
+    Example:
+        >>> gate = ToolApproval(allowed_tools=["getBalance"])
+    """
+
+    def __init__(self, allowed_tools: Sequence[str] = ()) -> None:
+        self.allowed_tools = frozenset(allowed_tools)
+
+    async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
+        if ctx.name in self.allowed_tools or _approved(ctx.resumed):
+            return await call_next(input, ctx)
+        raise Interrupt({"message": f"Tool not in approved list: {ctx.name}"})
+
+    @staticmethod
+    def interrupted(part: Part) -> ApprovalHold | None:
+        """Claim `part` if it is a call held by `ToolApproval`, else None."""
+        if not part.is_interrupt:
+            return None
+        data = (part.metadata or {}).get("interrupt")
+        if isinstance(data, dict) and str(data.get("message", "")).startswith("Tool not in approved list:"):
+            return ApprovalHold(part)
+        return None
+
+
+

@@ -1,0 +1,155 @@
+"""Resume validation: what makes an answer to a paused turn acceptable.
+
+Rules (Genkit Go's, the strictest of the runtimes; see DESIGN.md):
+
+* the history must end in a model message with tool requests;
+* each respond/restart must name a tool request (name + ref) of that latest
+  model message; one from an earlier turn gets its own error;
+* a restart's input must equal the original, unless the part carries
+  ``metadata.replacedInput`` equal to the original and the new input fits the
+  tool's input schema;
+* a respond's output must fit the tool's output schema, a restart's
+  ``resumed`` value the tool's resume type;
+* every interrupted request must be answered, and only once.
+
+Validation runs before anything executes, so a rejected resume consumes
+nothing and the same interrupt can be answered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import FailedPreconditionError, InvalidArgumentError
+from .tools import Tool
+from .types import Message, Part, ToolResume
+
+__all__ = ["canonical", "resume_digest", "validate_resume"]
+
+
+def canonical(value: Any) -> str:
+    """Normalized JSON text, for comparing and hashing values."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def resume_digest(resume: ToolResume) -> str:
+    """A stable digest of an answer, to recognise the same resume sent twice."""
+    return hashlib.sha256(canonical(resume.to_wire()).encode()).hexdigest()
+
+
+def _ref(ref: str | None) -> str:
+    return f" (ref: {ref})" if ref else ""
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool]) -> None:
+    """Check `resume` against the history; raise the Genkit error if it is wrong."""
+    last = messages[-1] if messages else None
+    if last is None or last.role != "model" or not last.tool_requests:
+        raise FailedPreconditionError(
+            "Cannot 'resume' generation unless the previous message is a model message "
+            "with at least one tool request."
+        )
+    latest = {(p.tool_request.name, p.tool_request.ref): p for p in last.tool_requests if p.tool_request}
+    earlier = {
+        (p.tool_request.name, p.tool_request.ref)
+        for m in messages[:-1]
+        if m.role == "model"
+        for p in m.tool_requests
+        if p.tool_request
+    }
+    answered: set[tuple[str, str | None]] = set()
+
+    def locate(kind: str, name: str, ref: str | None) -> Part:
+        key = (name, ref)
+        if key in answered:
+            raise InvalidArgumentError(
+                f"resume.{kind} answers tool '{name}'{_ref(ref)} more than once; "
+                "give one respond or restart per interrupted tool request."
+            )
+        answered.add(key)
+        if key in latest:
+            return latest[key]
+        if key in earlier:
+            raise InvalidArgumentError(
+                f'resume.{kind} references tool "{name}"{_ref(ref)} from an earlier turn which is '
+                "no longer pending; only tool requests from the most recent model response can be resumed"
+            )
+        raise InvalidArgumentError(
+            f"resume.{kind} references tool '{name}'{_ref(ref)} which was not found in session history."
+        )
+
+    for part in resume.restart:
+        tr = part.tool_request
+        if tr is None:
+            raise InvalidArgumentError(f"resume.restart entries must be toolRequest parts, got {part.to_json()}")
+        original = locate("restart", tr.name, tr.ref)
+        assert original.tool_request is not None
+        meta = part.metadata or {}
+        if "replacedInput" in meta:
+            if canonical(meta["replacedInput"]) != canonical(original.tool_request.input):
+                raise InvalidArgumentError(
+                    f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has a replacedInput that does not "
+                    "match the original tool request in session history."
+                )
+        elif canonical(tr.input) != canonical(original.tool_request.input):
+            raise InvalidArgumentError(
+                f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has modified inputs that do not match "
+                "the original tool request in session history. Restart inputs must exactly match the "
+                "interrupted tool request."
+            )
+        tool = tools.get(tr.name)
+        if tool is None:
+            raise InvalidArgumentError(
+                f"resume.restart references tool '{tr.name}'{_ref(tr.ref)} which this agent does not have; "
+                "answer it with respond instead."
+            )
+        try:
+            if "replacedInput" in meta:
+                tool.parse_input(tr.input)
+        except ValidationError as exc:
+            raise InvalidArgumentError(
+                f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has a replaced input that fails the "
+                f"tool's input schema: {_errors(exc)}"
+            ) from exc
+        try:
+            tool.check_resume(meta.get("resumed"))
+        except ValidationError as exc:
+            raise InvalidArgumentError(
+                f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has a resumed value that fails the "
+                f"tool's resume schema: {_errors(exc)}"
+            ) from exc
+
+    for part in resume.respond:
+        resp = part.tool_response
+        if resp is None:
+            raise InvalidArgumentError(f"resume.respond entries must be toolResponse parts, got {part.to_json()}")
+        locate("respond", resp.name, resp.ref)
+        tool = tools.get(resp.name)
+        if tool is not None:
+            try:
+                tool.check_output(resp.output)
+            except ValidationError as exc:
+                raise InvalidArgumentError(
+                    f"resume.respond for tool '{resp.name}'{_ref(resp.ref)} output validation failed: "
+                    f"{_errors(exc)}"
+                ) from exc
+
+    for key, part in latest.items():
+        if key in answered or "pendingOutput" in (part.metadata or {}):
+            continue
+        name, ref = key
+        raise InvalidArgumentError(
+            f"Unresolved tool request '{name}#{ref or ''}' was not handled by the 'resume' argument. "
+            "You must supply replies or restarts for all interrupted tool requests."
+        )

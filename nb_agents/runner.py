@@ -1,0 +1,475 @@
+"""One invocation of an agent: init, a stream of inputs, chunks out, one output.
+
+This is Genkit's ``SessionRunner``: it resolves the init into a session,
+runs one turn per input, writes a snapshot per turn, emits ``turnEnd``, and
+handles detach (pending snapshot, heartbeat, background completion), abort
+(foreground and background) and exactly-once resume (a compare-and-swap
+claim on the interrupted snapshot before any tool runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError, NotFoundError
+from .resume import resume_digest
+from .session import ChunkSink, Session, TurnContext
+from .stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
+from .types import (
+    AgentErrorInfo,
+    AgentInit,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    FinishReason,
+    Message,
+    Part,
+    SessionSnapshot,
+    SessionState,
+    TurnEnd,
+)
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["Invocation", "TurnHandler", "error_info", "resumable"]
+
+RESUMABLE_STATUSES = ("completed", "failed", "aborted")
+REPLAY_TIMEOUT = 60.0
+
+# Detached invocations keep running after their caller got its output.
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+class TurnHandler(Protocol):
+    def __call__(self, inp: AgentInput, ctx: TurnContext) -> Awaitable[Message | str | None]: ...
+
+
+def error_info(exc: BaseException) -> AgentErrorInfo:
+    """The wire error of an exception; the traceback goes in the details."""
+    if isinstance(exc, NbAgentsError):
+        return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
+    return AgentErrorInfo(
+        status="INTERNAL",
+        message=f"{type(exc).__name__}: {exc}",
+        details={"traceback": "".join(traceback.format_exception(exc))},
+    )
+
+
+def resumable(snap: SessionSnapshot) -> bool:
+    """Whether a turn may continue from `snap` (DESIGN.md: completed, failed, aborted)."""
+    return (snap.status or "completed") in RESUMABLE_STATUSES and snap.state is not None
+
+
+class _PreTurnFailure(Exception):
+    def __init__(self, error: NbAgentsError) -> None:
+        self.error = error
+
+
+class Invocation:
+    """A running call of an agent. Feed it with `send`, end input with `close`."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        init: AgentInit,
+        *,
+        on_chunk: ChunkSink | None = None,
+        abort_signal: asyncio.Event | None = None,
+    ) -> None:
+        self.agent = agent
+        self.store: SessionStore | None = agent.store
+        self.init = init
+        self._on_chunk = on_chunk
+        self._abort = abort_signal or asyncio.Event()
+        self._detach_requested = asyncio.Event()
+        self._inputs: asyncio.Queue[AgentInput | None] = asyncio.Queue()
+        self.result: asyncio.Future[AgentOutput] = asyncio.get_running_loop().create_future()
+        self.detached = False
+        self.closed = False
+        self.finished = asyncio.Event()
+        self.session: Session | None = None
+        self.parent_id: str | None = None
+        self._task = asyncio.ensure_future(self._main())
+        _BACKGROUND.add(self._task)
+        self._task.add_done_callback(_BACKGROUND.discard)
+
+    # -- feeding ----------------------------------------------------------------
+    def send(self, inp: AgentInput) -> None:
+        if self.closed or self._task.done():
+            raise FailedPreconditionError("this agent invocation has ended; start a new one")
+        if inp.detach and self.store is None:
+            raise FailedPreconditionError("Detach is only supported when a session store is provided.")
+        if inp.detach and inp.message is None and inp.resume is None:
+            self._detach_requested.set()
+            return
+        self._inputs.put_nowait(inp)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inputs.put_nowait(None)
+
+    def abort(self) -> None:
+        """Abort the turn in flight (foreground abort)."""
+        self._abort.set()
+
+    async def output(self) -> AgentOutput:
+        self.close()
+        return await asyncio.shield(self.result)
+
+    # -- plumbing ---------------------------------------------------------------
+    async def _emit(self, chunk: AgentStreamChunk) -> None:
+        if not self.detached and self._on_chunk is not None:
+            await self._on_chunk(chunk)
+
+    def _settle(self, out: AgentOutput) -> None:
+        if not self.result.done():
+            self.result.set_result(out)
+
+    async def _main(self) -> None:
+        try:
+            try:
+                self.session, self.parent_id = await self._load()
+            except _PreTurnFailure as f:
+                self._settle(AgentOutput(finish_reason="failed", error=error_info(f.error)))
+                return
+            last: AgentOutput | None = None
+            turn_index = 0
+            while True:
+                inp = await self._inputs.get()
+                if inp is None:
+                    break
+                last = await self._turn(inp, turn_index)
+                turn_index += 1
+                if last.finish_reason in ("failed", "aborted"):
+                    break
+            self._settle(last or self._output("stop", message=None))
+        except BaseException as exc:  # noqa: BLE001 - surface everything to the caller
+            if not self.result.done():
+                self.result.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.closed = True
+            self.finished.set()
+
+    async def _load(self) -> tuple[Session, str | None]:
+        init, store, name = self.init, self.store, self.agent.name
+        if init.state is not None and store is not None:
+            raise FailedPreconditionError(
+                f"Cannot send 'state' to agent '{name}': this agent uses a server-managed store. "
+                "Send 'snapshotId' or 'sessionId' instead."
+            )
+        if (init.snapshot_id or init.session_id is not None) and store is None:
+            which = "snapshotId" if init.snapshot_id else "sessionId"
+            raise FailedPreconditionError(
+                f"Cannot use '{which}' with agent '{name}': this agent has no store configured "
+                "(client-managed state). Send 'state' instead."
+            )
+        if init.session_id is not None and not init.session_id:
+            raise InvalidArgumentError("sessionId must be a non-empty string")
+        if store is None:
+            state = init.state
+            if state is None:
+                return Session(str(uuid.uuid4())), None
+            state = self.agent.verify_state(state)
+            return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
+        if init.snapshot_id:
+            snap = await store.get_snapshot(init.snapshot_id)
+            if snap is None:
+                raise _PreTurnFailure(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
+            if init.session_id and snap.session_id != init.session_id:
+                raise InvalidArgumentError(
+                    f"Snapshot {snap.snapshot_id} does not belong to session {init.session_id} "
+                    f"(it belongs to {snap.session_id})."
+                )
+            if not resumable(snap):
+                raise _PreTurnFailure(
+                    FailedPreconditionError(
+                        f"Snapshot {snap.snapshot_id} is not resumable (status: {snap.status}). "
+                        "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
+                    )
+                )
+            assert snap.state is not None
+            return Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())), snap.snapshot_id
+        if init.session_id:
+            snap = await self._walk_back(store, init.session_id)
+            if snap is None:
+                return Session(init.session_id), None
+            assert snap.state is not None
+            return Session.from_state(snap.state, init.session_id), snap.snapshot_id
+        return Session(str(uuid.uuid4())), None
+
+    @staticmethod
+    async def _walk_back(store: SessionStore, session_id: str) -> SessionSnapshot | None:
+        snap = await store.get_latest(session_id)
+        seen: set[str] = set()
+        while snap is not None and not resumable(snap):
+            if snap.snapshot_id in seen:
+                raise FailedPreconditionError(f"Snapshot lineage of session {session_id} has a cycle.")
+            seen.add(snap.snapshot_id)
+            snap = await store.get_snapshot(snap.parent_id) if snap.parent_id else None
+        return snap
+
+    def _output(
+        self,
+        finish_reason: FinishReason,
+        *,
+        message: Message | None,
+        snapshot_id: str | None = None,
+        state: SessionState | None = None,
+        error: AgentErrorInfo | None = None,
+    ) -> AgentOutput:
+        session = self.session
+        assert session is not None
+        out = AgentOutput(
+            session_id=session.session_id,
+            message=message,
+            finish_reason=finish_reason,
+            error=error,
+            artifacts=list(session.artifacts) or None,
+        )
+        if self.store is not None:
+            out.snapshot_id = snapshot_id if snapshot_id is not None else self.parent_id
+        else:
+            out.state = self.agent.sign_state(state if state is not None else session.state())
+        return out
+
+    # -- one turn ---------------------------------------------------------------
+    async def _turn(self, inp: AgentInput, turn_index: int) -> AgentOutput:
+        session, store = self.session, self.store
+        assert session is not None
+        parent_id = self.parent_id
+        snapshot_id = str(uuid.uuid4()) if store is not None else None
+        before = session.state() if store is None else None
+        validate = getattr(self.agent.handler, "validate_input", None)
+        if validate is not None:
+            try:
+                validate(inp, session)
+            except NbAgentsError as exc:
+                return self._output("failed", message=_last_model(session), error=error_info(exc))
+        if inp.resume is not None and store is not None and parent_id is not None:
+            assert snapshot_id is not None
+            digest = resume_digest(inp.resume)
+            claim = await store.claim_resume(parent_id, digest, snapshot_id)
+            if claim is not None:
+                if claim.digest != digest:
+                    err = FailedPreconditionError(
+                        f"Snapshot {parent_id} was already resumed (by snapshot {claim.child_id}); "
+                        f"continue from snapshot {claim.child_id} instead of answering again."
+                    )
+                    return self._output("failed", message=_last_model(session), error=error_info(err))
+                return await self._replay(claim.child_id)
+        if inp.message is not None:
+            session.messages.append(inp.message)
+        emit = self._emit
+        session._begin_turn(emit)
+        ctx = TurnContext(
+            session=session,
+            emit=emit,
+            abort_signal=self._abort,
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent_id,
+            turn_index=turn_index,
+        )
+        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(self.agent.handler(inp, ctx))
+        if inp.detach or self._detach_requested.is_set():
+            await self._go_detached(snapshot_id, parent_id)
+        aborted = await self._wait_turn(task, snapshot_id, parent_id)
+        if aborted:
+            return await self._finish_aborted(inp, snapshot_id, parent_id, before)
+        exc = task.exception()
+        if exc is not None:
+            return await self._finish_failed(exc, snapshot_id, parent_id, before)
+        reply = _as_message(task.result())
+        if reply is not None and (not session.messages or session.messages[-1] is not reply):
+            session.messages.append(reply)
+        finish = ctx.finish_reason
+        if store is not None:
+            assert snapshot_id is not None
+            await self._write_final(snapshot_id, parent_id, "completed", finish, session.state(), None)
+            self.parent_id = snapshot_id
+        await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
+        return self._output(finish, message=reply, snapshot_id=snapshot_id)
+
+    async def _wait_turn(self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None) -> bool:
+        """Wait for the turn; detach on request; True when it was aborted."""
+        abort_wait = asyncio.ensure_future(self._abort.wait())
+        detach_wait = asyncio.ensure_future(self._detach_requested.wait())
+        try:
+            while not task.done():
+                waiters: set[asyncio.Future[Any]] = {task, abort_wait}
+                if not self.detached:
+                    waiters.add(detach_wait)
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                if abort_wait.done() and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+                    return True
+                if detach_wait.done() and not self.detached:
+                    await self._go_detached(snapshot_id, parent_id)
+            return task.cancelled()
+        finally:
+            abort_wait.cancel()
+            detach_wait.cancel()
+
+    async def _finish_aborted(
+        self, inp: AgentInput, snapshot_id: str | None, parent_id: str | None, before: SessionState | None
+    ) -> AgentOutput:
+        session = self.session
+        assert session is not None
+        if self.detached and self.store is not None and snapshot_id is not None:
+            # the aborted row gets the last good state, so it can be resumed
+            await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
+        if inp.resume is not None and self.store is not None and parent_id and snapshot_id:
+            await self.store.release_claim(parent_id, snapshot_id)
+        await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
+        return self._output("aborted", message=_last_model(session), state=before)
+
+    async def _finish_failed(
+        self, exc: BaseException, snapshot_id: str | None, parent_id: str | None, before: SessionState | None
+    ) -> AgentOutput:
+        session = self.session
+        assert session is not None
+        if not isinstance(exc, Exception):
+            raise exc
+        err = error_info(exc)
+        if self.store is not None and snapshot_id is not None:
+            await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err)
+        await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
+        return self._output("failed", message=_last_model(session), state=before, error=err)
+
+    async def _write_final(
+        self,
+        snapshot_id: str,
+        parent_id: str | None,
+        status: str,
+        finish: FinishReason,
+        state: SessionState,
+        error: AgentErrorInfo | None,
+    ) -> None:
+        assert self.store is not None and self.session is not None
+        session_id = self.session.session_id
+
+        def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
+            now = now_iso()
+            if cur is not None and cur.status in ("aborted", "aborting"):
+                # abort wins the race; the row keeps the last good state
+                return cur.model_copy(update={"status": "aborted", "state": state, "updated_at": now})
+            return SessionSnapshot(
+                snapshot_id=snapshot_id,
+                session_id=session_id,
+                parent_id=parent_id,
+                created_at=cur.created_at if cur is not None and cur.created_at else now,
+                updated_at=now,
+                status=status,  # type: ignore[arg-type]
+                finish_reason=finish,
+                error=error,
+                state=state,
+            )
+
+        await self.store.save_snapshot(snapshot_id, mutate)
+
+    async def _replay(self, child_id: str) -> AgentOutput:
+        """The result of a resume that already ran (the same answer sent again)."""
+        assert self.store is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REPLAY_TIMEOUT
+        poll = getattr(self.store, "poll_interval", 0.05)
+        while True:
+            snap = await self.store.get_snapshot(child_id)
+            if snap is not None and snap.status in ("completed", "failed", "aborted"):
+                break
+            if loop.time() > deadline:
+                err = FailedPreconditionError(
+                    f"Snapshot {self.parent_id} is being resumed by another caller (snapshot {child_id}); "
+                    "try again later."
+                )
+                return self._output("failed", message=None, error=error_info(err))
+            await asyncio.sleep(poll)
+        state = snap.state or SessionState()
+        message = _last_model_of(state.messages)
+        finish: FinishReason = snap.finish_reason or "stop"
+        if snap.status == "completed":
+            self.parent_id = child_id
+            if self.session is not None:
+                self.session = Session.from_state(state, self.session.session_id)
+        await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=child_id, finish_reason=finish)))
+        error = snap.error if snap.status == "failed" else None
+        return self._output(finish, message=message, snapshot_id=child_id, error=error)
+
+    # -- detach -----------------------------------------------------------------
+    async def _go_detached(self, snapshot_id: str | None, parent_id: str | None) -> None:
+        if self.detached:
+            return
+        assert self.store is not None and snapshot_id is not None and self.session is not None
+        session_id = self.session.session_id
+        now = now_iso()
+        pending = SessionSnapshot(
+            snapshot_id=snapshot_id,
+            session_id=session_id,
+            parent_id=parent_id,
+            created_at=now,
+            updated_at=now,
+            heartbeat_at=now,
+            status="pending",
+        )
+        await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
+        self.detached = True
+        self._settle(AgentOutput(session_id=session_id, snapshot_id=snapshot_id, finish_reason="detached"))
+        watcher = asyncio.ensure_future(self._watch(snapshot_id))
+        _BACKGROUND.add(watcher)
+        watcher.add_done_callback(_BACKGROUND.discard)
+
+    async def _watch(self, snapshot_id: str) -> None:
+        """Keep a detached turn's heartbeat fresh; notice a background abort."""
+        assert self.store is not None
+        poll = getattr(self.store, "poll_interval", 0.25)
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+        while not self.finished.is_set():
+            snap = await self.store.get_snapshot(snapshot_id)
+            if snap is None or snap.status != "pending" and snap.status != "expired":
+                if snap is not None and snap.status in ("aborted", "aborting"):
+                    self._abort.set()
+                return
+            if loop.time() >= next_beat:
+                next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+
+                def beat(cur: SessionSnapshot | None) -> SessionSnapshot | None:
+                    if cur is None or cur.status != "pending":
+                        return None
+                    return cur.model_copy(update={"heartbeat_at": now_iso()})
+
+                await self.store.save_snapshot(snapshot_id, beat)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.finished.wait(), poll)
+
+
+def _as_message(value: Message | str | None) -> Message | None:
+    if value is None or isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return Message(role="model", content=[Part(text=value)])
+    raise InternalError(f"a turn handler must return a Message, a str or None, got {type(value).__name__}")
+
+
+def _last_model_of(messages: list[Message]) -> Message | None:
+    for msg in reversed(messages):
+        if msg.role == "model":
+            return msg
+    return None
+
+
+def _last_model(session: Session) -> Message | None:
+    return _last_model_of(session.messages)
+
+
+_ = Callable  # re-exported types used in annotations only

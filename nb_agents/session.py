@@ -1,0 +1,153 @@
+"""The live session of one turn: messages, custom state, artifacts.
+
+`Session` is what a turn handler and its tools read and change; every
+change to custom state or artifacts is streamed as a ``customPatch`` or
+``artifact`` chunk. `TurnContext` is what a custom agent's handler receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import jsonpatch
+
+from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, SessionState
+
+__all__ = ["ChunkSink", "Session", "TurnContext"]
+
+ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
+
+
+async def _drop(chunk: AgentStreamChunk) -> None:
+    return None
+
+
+class Session:
+    """A conversation's working state during a turn.
+
+    Attributes:
+        session_id: The conversation id.
+        messages: The history (without system preamble). Treat the messages
+            as immutable: replace a message instead of editing it.
+        custom: The custom state (any JSON value); change it with `update_custom`.
+        artifacts: Named outputs; change them with `add_artifacts`.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        messages: list[Message] | None = None,
+        custom: Any = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.messages: list[Message] = list(messages or [])
+        self.custom = custom
+        self.artifacts: list[Artifact] = list(artifacts or [])
+        self._emit: ChunkSink = _drop
+        self._patched_this_turn = False
+
+    @classmethod
+    def from_state(cls, state: SessionState, session_id: str) -> Session:
+        return cls(
+            state.session_id or session_id,
+            state.messages,
+            copy.deepcopy(state.custom),
+            state.artifacts,
+        )
+
+    def state(self) -> SessionState:
+        """The session as a `SessionState` value (shares the message objects)."""
+        return SessionState(
+            session_id=self.session_id,
+            messages=list(self.messages),
+            custom=copy.deepcopy(self.custom),
+            artifacts=list(self.artifacts),
+        )
+
+    def _begin_turn(self, emit: ChunkSink) -> None:
+        self._emit = emit
+        self._patched_this_turn = False
+
+    async def update_custom(self, fn: Callable[[Any], Any]) -> Any:
+        """Change the custom state: ``fn(current)`` returns the new value.
+
+        `fn` gets a copy, so it may also change it in place and return None.
+        The change is streamed as a ``customPatch`` chunk: the first patch of
+        a turn replaces the whole document, later ones are RFC 6902 diffs.
+        """
+        before = self.custom
+        draft = copy.deepcopy(before)
+        after = fn(draft)
+        if after is None:
+            after = draft
+        self.custom = after
+        if not self._patched_this_turn:
+            ops: list[dict[str, Any]] = [{"op": "replace", "path": "", "value": copy.deepcopy(after)}]
+            self._patched_this_turn = True
+        else:
+            ops = list(jsonpatch.make_patch(before if before is not None else {}, after).patch)
+        if ops:
+            await self._emit(AgentStreamChunk(custom_patch=ops))
+        return after
+
+    async def add_artifacts(self, artifacts: Iterable[Artifact | dict[str, Any]]) -> None:
+        """Add artifacts; one with the name of an existing artifact replaces it."""
+        for item in artifacts:
+            art = item if isinstance(item, Artifact) else Artifact.model_validate(item)
+            if art.name is not None:
+                for i, old in enumerate(self.artifacts):
+                    if old.name == art.name:
+                        self.artifacts[i] = art
+                        break
+                else:
+                    self.artifacts.append(art)
+            else:
+                self.artifacts.append(art)
+            await self._emit(AgentStreamChunk(artifact=art))
+
+
+class TurnContext:
+    """What a custom agent's turn handler receives besides the input.
+
+    Attributes:
+        session: The live `Session`.
+        abort_signal: An `asyncio.Event` set when the turn is aborted.
+        snapshot_id: The id this turn's snapshot will get (None without a store).
+        parent_snapshot_id: The snapshot this turn continues from.
+        turn_index: 0 for the first turn of the invocation, then 1, 2, ...
+        finish_reason: Set it to end the turn with another reason than ``stop``.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: Session,
+        emit: ChunkSink,
+        abort_signal: asyncio.Event,
+        snapshot_id: str | None,
+        parent_snapshot_id: str | None,
+        turn_index: int,
+    ) -> None:
+        self.session = session
+        self._emit = emit
+        self.abort_signal = abort_signal
+        self.snapshot_id = snapshot_id
+        self.parent_snapshot_id = parent_snapshot_id
+        self.turn_index = turn_index
+        self.finish_reason: FinishReason = "stop"
+
+    async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
+        """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""
+        if isinstance(chunk, dict):
+            chunk = (
+                AgentStreamChunk.model_validate(chunk)
+                if set(chunk) & {"modelChunk", "model_chunk", "artifact", "customPatch", "turnEnd"}
+                else ModelResponseChunk.model_validate(chunk)
+            )
+        if isinstance(chunk, ModelResponseChunk):
+            chunk = AgentStreamChunk(model_chunk=chunk)
+        await self._emit(chunk)

@@ -1,0 +1,74 @@
+"""`InMemorySessionStore`: snapshots in a dict, for tests and short demos.
+
+Rows are kept as given (messages are immutable values shared between
+snapshots, so a turn costs what it adds, not a copy of the history). A
+`threading.Lock` makes each operation atomic across threads and event loops.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..types import SessionSnapshot
+from .base import ResumeClaim, SnapshotMutator, pick_leaf, with_effective_status
+
+__all__ = ["InMemorySessionStore"]
+
+
+class InMemorySessionStore:
+    """A session store that lives as long as the Python process.
+
+    Example:
+        >>> store = InMemorySessionStore()
+    """
+
+    poll_interval = 0.02
+
+    def __init__(self) -> None:
+        self._rows: dict[str, SessionSnapshot] = {}
+        self._by_session: dict[str, list[str]] = {}
+        self._claims: dict[str, ResumeClaim] = {}
+        self._lock = threading.Lock()
+
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        with self._lock:
+            return with_effective_status(self._rows.get(snapshot_id))
+
+    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
+        with self._lock:
+            ids = self._by_session.get(session_id, [])
+            return with_effective_status(pick_leaf(self._rows[i] for i in ids))
+
+    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
+        with self._lock:
+            current = self._rows.get(snapshot_id)
+            new = mutator(current)
+            if new is None:
+                return None
+            if new.snapshot_id != snapshot_id:
+                new = new.model_copy(update={"snapshot_id": snapshot_id})
+            if current is not None and current.session_id and new.session_id != current.session_id:
+                new = new.model_copy(update={"session_id": current.session_id})
+            self._rows[snapshot_id] = new
+            if current is None and new.session_id:
+                self._by_session.setdefault(new.session_id, []).append(snapshot_id)
+            return new
+
+    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
+        with self._lock:
+            existing = self._claims.get(snapshot_id)
+            if existing is not None:
+                return existing
+            self._claims[snapshot_id] = ResumeClaim(digest, child_id)
+            return None
+
+    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
+        with self._lock:
+            claim = self._claims.get(snapshot_id)
+            if claim is not None and claim.child_id == child_id:
+                del self._claims[snapshot_id]
+
+    async def session_ids(self) -> list[str]:
+        """Every session id with at least one snapshot."""
+        with self._lock:
+            return list(self._by_session)

@@ -1,0 +1,415 @@
+"""Tools: functions the model may call, with schemas from their type hints.
+
+Three kinds, one `Tool` class:
+
+* `tool`: a plain function (sync functions run in a worker thread);
+* `define_interrupt`: a tool that always pauses and never executes (the
+  human's answer *is* its output);
+* `resumable_tool`: a function ``fn(input, reply)`` that raises `Interrupt`
+  while ``reply`` is None and finishes once restarted with a reply.
+
+Any tool may take ``ctx: ToolContext``. ``raise ToolFail("msg")`` hands the
+error to the model and the turn goes on; any other exception fails the turn.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, get_type_hints, overload
+
+import anyio.to_thread
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+
+from .interrupts import Interrupt, InterruptCall, to_json_value
+from .types import Part, ToolDefinition
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolFail",
+    "define_interrupt",
+    "resumable_tool",
+    "tool",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolFail(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a tool to report an error the model should see and may fix.
+
+    The tool call gets ``{"error": message}`` as its output and the turn goes
+    on. Any other exception fails the whole turn.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ToolContext:
+    """What a running tool can see of its call.
+
+    Attributes:
+        name: The tool's name.
+        ref: The call's ref (from the model), if any.
+        resumed: ``metadata.resumed`` of a restart (the reply), else None.
+        original_input: The input before ``restart_with_input`` replaced it.
+        metadata: The request part's metadata.
+        session: The turn's `Session` (messages, custom state, artifacts).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        ref: str | None = None,
+        resumed: Any = None,
+        original_input: Any = None,
+        metadata: dict[str, Any] | None = None,
+        session: Any = None,
+    ) -> None:
+        self.name = name
+        self.ref = ref
+        self.resumed = resumed
+        self.original_input = original_input
+        self.metadata = metadata or {}
+        self.session = session
+
+    def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
+        """Pause the turn with `data` (raises `Interrupt`)."""
+        raise Interrupt(data)
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+class Tool:
+    """A tool the model can call. Build one with `tool`, `define_interrupt` or
+    `resumable_tool` rather than directly."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any] | None,
+        *,
+        name: str,
+        description: str = "",
+        input_model: type[BaseModel],
+        unpack_input: bool,
+        output_type: Any = Any,
+        resume_type: Any = None,
+        kind: str = "tool",
+        ctx_param: str | None = None,
+        reply_param: str | None = None,
+        request_metadata: Callable[[Any], Any] | dict[str, Any] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.description = description
+        self.kind = kind
+        self.input_model = input_model
+        self._unpack_input = unpack_input
+        self.output_type = output_type
+        self._output_adapter: TypeAdapter[Any] | None = (
+            TypeAdapter(output_type) if output_type is not Any else None
+        )
+        self.resume_type = resume_type
+        self._resume_adapter: TypeAdapter[Any] | None = (
+            TypeAdapter(resume_type) if resume_type is not None else None
+        )
+        self._ctx_param = ctx_param
+        self._reply_param = reply_param
+        self._request_metadata = request_metadata
+        self._definition: ToolDefinition | None = None
+        if fn is not None:
+            functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    # -- schemas -------------------------------------------------------------
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_model.model_json_schema()
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self._output_adapter.json_schema() if self._output_adapter else None
+
+    def definition(self) -> ToolDefinition:
+        """The tool as the model sees it (name, description, JSON schemas)."""
+        if self._definition is None:
+            meta = {"interrupt": True} if self.kind == "interrupt" else None
+            self._definition = ToolDefinition(
+                name=self.name,
+                description=self.description,
+                input_schema=self.input_schema,
+                output_schema=self.output_schema,
+                metadata=meta,
+            )
+        return self._definition
+
+    # -- validation ----------------------------------------------------------
+    def parse_input(self, raw: Any) -> BaseModel:
+        """Validate raw JSON input; raises pydantic's ValidationError."""
+        return self.input_model.model_validate(raw if raw is not None else {})
+
+    def decoded_input(self, raw: Any) -> Any:
+        """The input as the function receives it: the model, or its fields."""
+        return self.parse_input(raw)
+
+    def check_output(self, raw: Any) -> None:
+        """Validate an output given in a respond; raises ValidationError."""
+        if self._output_adapter is not None:
+            self._output_adapter.validate_python(raw)
+
+    def check_resume(self, raw: Any) -> None:
+        """Validate a restart's ``resumed`` value against the resume type."""
+        if self._resume_adapter is not None and raw is not None and raw is not True:
+            self._resume_adapter.validate_python(raw)
+
+    def dump_output(self, value: Any) -> Any:
+        if self._output_adapter is not None and not isinstance(value, BaseModel):
+            try:
+                return self._output_adapter.dump_python(value, mode="json", by_alias=True)
+            except Exception:  # noqa: BLE001 - fall back to a generic conversion
+                return to_json_value(value)
+        return to_json_value(value)
+
+    # -- running -------------------------------------------------------------
+    async def invoke(self, raw_input: Any, ctx: ToolContext) -> Any:
+        """Run the tool on raw JSON input; returns the JSON output.
+
+        Raises `Interrupt`, `ToolFail` (also for input that fails the schema)
+        or whatever the function raises.
+        """
+        if self.kind == "interrupt":
+            raise Interrupt(self._pause_data(raw_input))
+        try:
+            parsed = self.parse_input(raw_input)
+        except ValidationError as exc:
+            raise ToolFail(f"Invalid input for tool '{self.name}': {exc}") from exc
+        kwargs: dict[str, Any] = {}
+        args: list[Any] = []
+        if self._unpack_input:
+            kwargs.update({k: getattr(parsed, k) for k in type(parsed).model_fields})
+        else:
+            args.append(parsed)
+        if self._reply_param is not None:
+            kwargs[self._reply_param] = self._reply(ctx.resumed)
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        assert self.fn is not None
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(*args, **kwargs)
+        else:
+            result = await anyio.to_thread.run_sync(functools.partial(self.fn, *args, **kwargs))
+            if inspect.isawaitable(result):
+                result = await result
+        return self.dump_output(result)
+
+    def _reply(self, resumed: Any) -> Any:
+        if resumed is None or resumed is True or self._resume_adapter is None:
+            return None if resumed is True else resumed
+        return self._resume_adapter.validate_python(resumed)
+
+    def _pause_data(self, raw_input: Any) -> Any:
+        meta = self._request_metadata
+        if callable(meta):
+            return meta(raw_input)
+        return meta
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests)."""
+        assert self.fn is not None
+        result = self.fn(*args, **kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    # -- claims ---------------------------------------------------------------
+    def interrupted(self, part: Part) -> InterruptCall[Any] | None:
+        """Claim `part` if it is an interrupted call of this tool.
+
+        Returns an `InterruptCall` whose ``input`` is decoded to the tool's
+        input type, or None for any other part.
+        """
+        if not part.is_interrupt or part.tool_request is None or part.tool_request.name != self.name:
+            return None
+        try:
+            decoded = self.decoded_input(part.tool_request.input)
+        except ValidationError:
+            return None
+        return InterruptCall(self, part, decoded)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, kind={self.kind!r})"
+
+
+def _signature_model(
+    fn: Callable[..., Any], name: str, skip: set[str]
+) -> tuple[type[BaseModel], bool, str | None, dict[str, Any]]:
+    """Build the input model of `fn` from its type hints.
+
+    Returns (input model, unpack?, ctx param name, hints).
+    """
+    hints = get_type_hints(fn, include_extras=True)
+    sig = inspect.signature(fn)
+    ctx_param = None
+    fields: dict[str, Any] = {}
+    for pname, param in sig.parameters.items():
+        ann = hints.get(pname, Any)
+        if ann is ToolContext or pname == "ctx":
+            ctx_param = pname
+            continue
+        if pname in skip:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool '{name}': *args/**kwargs parameters are not supported")
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (ann, default)
+    if len(fields) == 1:
+        (only_name, (only_ann, _)), = fields.items()
+        if _is_model(only_ann):
+            return only_ann, False, ctx_param, hints
+    model = create_model(f"{_camel(name)}Input", **fields)  # type: ignore[call-overload]
+    return model, True, ctx_param, hints
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.replace("-", "_").split("_"))
+
+
+def _description(fn: Callable[..., Any], given: str | None) -> str:
+    return given if given is not None else inspect.cleandoc(fn.__doc__ or "")
+
+
+@overload
+def tool(fn: F, /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[F], Tool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Tool | Callable[[F], Tool]:
+    """Turn a function into a `Tool`; its schema comes from the type hints.
+
+    Use bare (``@tool``) or with options (``@tool(name="getBalance")``). The
+    description defaults to the docstring. A function with one pydantic-model
+    parameter takes that model as its input; otherwise the parameters become
+    the fields of the input object.
+
+    Example:
+        >>> @tool(name="getBalance")
+        ... async def get_balance(account: str) -> float:
+        ...     '''The balance of an account.'''
+        ...     return 100.0
+        >>> get_balance.name
+        'getBalance'
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        tool_name = name or f.__name__
+        model, unpack, ctx_param, hints = _signature_model(f, tool_name, set())
+        return Tool(
+            f,
+            name=tool_name,
+            description=_description(f, description),
+            input_model=model,
+            unpack_input=unpack,
+            output_type=hints.get("return", Any),
+            ctx_param=ctx_param,
+        )
+
+    return build(fn) if fn is not None else build
+
+
+def define_interrupt(
+    *,
+    name: str,
+    description: str = "",
+    input_schema: type[BaseModel] | None = None,
+    output_schema: Any = None,
+    request_metadata: Callable[[Any], Any] | dict[str, Any] | None = None,
+) -> Tool:
+    """A tool that always pauses the turn and never executes (JS ``defineInterrupt``).
+
+    Args:
+        name: The tool name the model calls.
+        description: What the model is told the tool is for.
+        input_schema: A pydantic model for what the model passes (shown to the human).
+        output_schema: The type of the human's answer; a respond is validated against it.
+        request_metadata: Pause data, or a function of the raw input returning it.
+
+    Example:
+        >>> class Ask(BaseModel):
+        ...     question: str
+        >>> ask = define_interrupt(name="askUser", input_schema=Ask, output_schema=str)
+        >>> ask.kind
+        'interrupt'
+    """
+    model = input_schema or create_model(f"{_camel(name)}Input")
+    return Tool(
+        None,
+        name=name,
+        description=description,
+        input_model=model,
+        unpack_input=False,
+        output_type=output_schema if output_schema is not None else Any,
+        kind="interrupt",
+        request_metadata=request_metadata,
+    )
+
+
+def resumable_tool(
+    *, name: str | None = None, description: str | None = None, resume: Any
+) -> Callable[[Callable[..., Awaitable[Any] | Any]], Tool]:
+    """A tool that pauses for a typed reply (Go ``DefineResumableTool[In, Out, Res]``).
+
+    The function takes ``(input, reply)``: ``reply`` is None on the first call
+    and an instance of `resume` once the caller restarts it with a reply.
+
+    Example:
+        >>> class Reply(BaseModel):
+        ...     approved: bool
+        >>> @resumable_tool(name="deleteFile", resume=Reply)
+        ... async def delete_file(path: str, reply: Reply | None) -> str:
+        ...     if reply is None:
+        ...         raise Interrupt({"question": f"Delete {path}?"})
+        ...     return "deleted" if reply.approved else "kept"
+        >>> delete_file.kind
+        'resumable'
+    """
+    if not (_is_model(resume) or resume is dict or getattr(resume, "__origin__", None) is dict):
+        raise TypeError(
+            f"resumable_tool resume type must be a pydantic model or a dict, got {resume!r}"
+        )
+
+    def build(f: Callable[..., Any]) -> Tool:
+        tool_name = name or f.__name__
+        params = [
+            p
+            for p in inspect.signature(f).parameters
+            if p != "ctx" and get_type_hints(f).get(p) is not ToolContext
+        ]
+        if len(params) < 2:
+            raise TypeError(
+                f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}"
+            )
+        reply_param = params[-1]
+        model, unpack, ctx_param, hints = _signature_model(f, tool_name, {reply_param})
+        return Tool(
+            f,
+            name=tool_name,
+            description=_description(f, description),
+            input_model=model,
+            unpack_input=unpack,
+            output_type=hints.get("return", Any),
+            resume_type=resume,
+            kind="resumable",
+            ctx_param=ctx_param,
+            reply_param=reply_param,
+        )
+
+    return build

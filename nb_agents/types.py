@@ -1,0 +1,291 @@
+"""Wire types: Genkit's agent and generate shapes as pydantic models.
+
+Attributes are snake_case; JSON is Genkit's camelCase (`toolRequest`,
+`finishReason`, ...). This module is the one place that converts: parse with
+``Model.model_validate(json_dict)``, emit with ``value.to_wire()``. Unknown
+fields are kept (``extra="allow"``) so that what Genkit sends round-trips
+unchanged, including fields added by newer Genkit versions.
+
+Values here are data. Messages and parts are treated as immutable once built:
+code that needs a changed part builds a new one (`Part.with_metadata`), which
+lets a turn share the history list with its parent instead of copying it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AGENT_FINISH_REASONS",
+    "AgentErrorInfo",
+    "AgentInit",
+    "AgentInput",
+    "AgentOutput",
+    "AgentStreamChunk",
+    "Artifact",
+    "FinishReason",
+    "GenerateRequest",
+    "GenerateResponse",
+    "Media",
+    "Message",
+    "ModelResponseChunk",
+    "Part",
+    "Role",
+    "SessionSnapshot",
+    "SessionState",
+    "SnapshotStatus",
+    "ToolDefinition",
+    "ToolRequest",
+    "ToolResponse",
+    "ToolResume",
+    "TurnEnd",
+    "WireModel",
+]
+
+FinishReason = Literal[
+    "stop", "length", "blocked", "interrupted", "other", "unknown", "aborted", "detached", "failed"
+]
+"""The nine agent finish reasons: six mirror the model, three are agent-only."""
+
+AGENT_FINISH_REASONS: tuple[str, ...] = (
+    "stop",
+    "length",
+    "blocked",
+    "interrupted",
+    "other",
+    "unknown",
+    "aborted",
+    "detached",
+    "failed",
+)
+
+SnapshotStatus = Literal["pending", "completed", "failed", "aborting", "aborted", "expired"]
+"""Snapshot statuses. ``expired`` is never stored: it is computed on read."""
+
+Role = Literal["user", "model", "tool", "system"]
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, unknown fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        protected_namespaces=(),
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The value as Genkit JSON (camelCase, unset fields omitted)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def to_json(self) -> str:
+        """The value as a compact Genkit JSON string."""
+        return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
+
+
+class Media(WireModel):
+    url: str
+    content_type: str | None = None
+
+
+class ToolRequest(WireModel):
+    name: str
+    ref: str | None = None
+    input: Any = None
+
+
+class ToolResponse(WireModel):
+    name: str
+    ref: str | None = None
+    output: Any = None
+    content: list[Part] | None = None
+
+
+class Part(WireModel):
+    """One piece of a message: text, media, a tool request or response, data, ..."""
+
+    text: str | None = None
+    media: Media | None = None
+    tool_request: ToolRequest | None = None
+    tool_response: ToolResponse | None = None
+    data: Any = None
+    reasoning: str | None = None
+    custom: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def is_interrupt(self) -> bool:
+        """True for a tool request that paused its turn (``metadata.interrupt``)."""
+        return self.tool_request is not None and bool((self.metadata or {}).get("interrupt"))
+
+    def with_metadata(self, **changes: Any) -> Part:
+        """A copy with metadata keys set (a value of `None` removes the key)."""
+        meta = dict(self.metadata or {})
+        for key, value in changes.items():
+            if value is None:
+                meta.pop(key, None)
+            else:
+                meta[key] = value
+        return self.model_copy(update={"metadata": meta})
+
+
+class Message(WireModel):
+    role: Role
+    content: list[Part] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts."""
+        return "".join(p.text for p in self.content if p.text is not None)
+
+    @property
+    def tool_requests(self) -> list[Part]:
+        """The parts that request a tool call."""
+        return [p for p in self.content if p.tool_request is not None]
+
+    def interrupts(self) -> list[Part]:
+        """The tool-request parts that paused the turn."""
+        return [p for p in self.content if p.is_interrupt]
+
+
+class ModelResponseChunk(WireModel):
+    role: Role | None = None
+    index: int | None = None
+    content: list[Part] = Field(default_factory=list)
+    custom: Any = None
+    aggregated: bool | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.content if p.text is not None)
+
+    def interrupts(self) -> list[Part]:
+        """The interrupt parts in this chunk (the synthetic ``role: tool`` chunk)."""
+        return [p for p in self.content if p.is_interrupt]
+
+
+class ToolDefinition(WireModel):
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class GenerateRequest(WireModel):
+    messages: list[Message]
+    config: Any = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    tool_choice: str | None = None
+    output: dict[str, Any] | None = None
+
+
+class GenerateResponse(WireModel):
+    message: Message | None = None
+    finish_reason: str | None = None
+    finish_message: str | None = None
+    usage: dict[str, Any] | None = None
+    custom: Any = None
+    candidates: list[dict[str, Any]] | None = None
+
+    def resolved_message(self) -> Message | None:
+        """The message, also from the legacy ``candidates`` shape."""
+        if self.message is not None:
+            return self.message
+        if self.candidates:
+            return Message.model_validate(self.candidates[0].get("message"))
+        return None
+
+    def resolved_finish_reason(self) -> str:
+        if self.finish_reason:
+            return self.finish_reason
+        if self.candidates:
+            return str(self.candidates[0].get("finishReason") or "unknown")
+        return "unknown"
+
+
+class Artifact(WireModel):
+    name: str | None = None
+    parts: list[Part] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+
+
+class SessionState(WireModel):
+    session_id: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    custom: Any = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+
+
+class ToolResume(WireModel):
+    """The answers to a paused turn: ``respond`` and ``restart`` parts."""
+
+    respond: list[Part] = Field(default_factory=list)
+    restart: list[Part] = Field(default_factory=list)
+    metadata: Any = None
+
+
+class AgentInput(WireModel):
+    message: Message | None = None
+    resume: ToolResume | None = None
+    detach: bool | None = None
+
+
+class AgentInit(WireModel):
+    snapshot_id: str | None = None
+    session_id: str | None = None
+    state: SessionState | None = None
+
+
+class AgentErrorInfo(WireModel):
+    status: str | None = None
+    message: str = ""
+    details: Any = None
+
+
+class AgentOutput(WireModel):
+    session_id: str | None = None
+    snapshot_id: str | None = None
+    state: SessionState | None = None
+    message: Message | None = None
+    artifacts: list[Artifact] | None = None
+    finish_reason: FinishReason | None = None
+    error: AgentErrorInfo | None = None
+
+    def interrupts(self) -> list[Part]:
+        """The interrupt parts of the output message."""
+        return self.message.interrupts() if self.message is not None else []
+
+
+class TurnEnd(WireModel):
+    snapshot_id: str | None = None
+    finish_reason: FinishReason | None = None
+
+
+class AgentStreamChunk(WireModel):
+    model_chunk: ModelResponseChunk | None = None
+    custom_patch: list[dict[str, Any]] | None = None
+    artifact: Artifact | None = None
+    turn_end: TurnEnd | None = None
+
+
+class SessionSnapshot(WireModel):
+    snapshot_id: str
+    session_id: str | None = None
+    parent_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    heartbeat_at: str | None = None
+    status: SnapshotStatus | None = None
+    finish_reason: FinishReason | None = None
+    error: AgentErrorInfo | None = None
+    state: SessionState | None = None
+
+
+ToolResponse.model_rebuild()
