@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from . import _sync
-from .chat import Chat
+from .chat import AgentInterrupt, Chat
 from .connection import AgentConnection
 from .errors import InvalidArgumentError
 from .generate import PromptTurn
@@ -25,11 +25,11 @@ from .models.base import Model
 from .resume import canonical
 from .runner import Invocation, TurnHandler
 from .session import ChunkSink
-from .stores.base import SessionStore
+from .stores.base import AuditRecord, SessionStore
 from .tools import Tool
 from .types import AgentInit, AgentInput, AgentOutput, Message, Part, SessionSnapshot, SessionState
 
-__all__ = ["Agent", "AgentLike", "define_agent", "define_custom_agent"]
+__all__ = ["Agent", "AgentLike", "PendingTurn", "define_agent", "define_custom_agent"]
 
 
 class AgentLike(Protocol):
@@ -247,6 +247,28 @@ class Agent:
             previous = "expired"
         return previous
 
+    async def pending(self) -> list[PendingTurn]:
+        """The sessions whose latest snapshot waits on interrupts, oldest first.
+
+        Read from the store, so it works after a kernel restart with a
+        persistent store (SQLite, file).
+        """
+        store = self._require_store("pending")
+        out: list[PendingTurn] = []
+        for sid in await store.session_ids():
+            snap = await store.get_latest(sid)
+            if snap is None or snap.status != "completed" or snap.finish_reason != "interrupted":
+                continue
+            msgs = snap.state.messages if snap.state is not None else []
+            if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
+                out.append(PendingTurn(self, snap, msgs[-1]))
+        out.sort(key=lambda p: p.snapshot.updated_at or "")
+        return out
+
+    async def audit(self, session_id: str) -> list[AuditRecord]:
+        """Every accepted answer to an interrupt in a session, oldest first."""
+        return await self._require_store("audit").audit(session_id)
+
     # -- sync twins ---------------------------------------------------------------------
     def run_sync(self, input: AgentInput | str | None = None, **kwargs: Any) -> AgentOutput:
         return _sync.run(self.run(input, **kwargs))
@@ -261,6 +283,44 @@ class Agent:
 
     def abort_sync(self, snapshot_id: str) -> str | None:
         return _sync.run(self.abort(snapshot_id))
+
+    def pending_sync(self) -> list[PendingTurn]:
+        return _sync.run(self.pending())
+
+    def audit_sync(self, session_id: str) -> list[AuditRecord]:
+        return _sync.run(self.audit(session_id))
+
+
+class PendingTurn:
+    """A paused turn waiting in the store, with its interrupts.
+
+    Attributes:
+        snapshot: The interrupted snapshot.
+        message: The model message holding the interrupted calls.
+        interrupts: `AgentInterrupt` builders for the answers.
+    """
+
+    def __init__(self, agent: Agent, snapshot: SessionSnapshot, message: Message) -> None:
+        self.agent = agent
+        self.snapshot = snapshot
+        self.message = message
+        self.interrupts = [AgentInterrupt(p) for p in message.interrupts()]
+
+    @property
+    def session_id(self) -> str | None:
+        return self.snapshot.session_id
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.snapshot.snapshot_id
+
+    def chat(self) -> Chat:
+        """A chat positioned on the paused turn, ready for ``resume``."""
+        return self.agent.chat(snapshot_id=self.snapshot_id)
+
+    def __repr__(self) -> str:
+        names = ", ".join(i.name for i in self.interrupts)
+        return f"PendingTurn(session_id={self.session_id!r}, interrupts=[{names}])"
 
 
 def define_agent(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError, NotFoundError
 from .resume import resume_digest
 from .session import ChunkSink, Session, TurnContext
-from .stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
+from .stores.base import HEARTBEAT_INTERVAL, AuditRecord, SessionStore, now_iso
 from .types import (
     AgentErrorInfo,
     AgentInit,
@@ -266,6 +266,7 @@ class Invocation:
                     )
                     return self._output("failed", message=_last_model(session), error=error_info(err))
                 return await self._replay(claim.child_id)
+            await store.add_audit(_audit_records(inp, session.session_id, parent_id, snapshot_id))
         if inp.message is not None:
             session.messages.append(inp.message)
         emit = self._emit
@@ -451,6 +452,32 @@ class Invocation:
                 await self.store.save_snapshot(snapshot_id, beat)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.finished.wait(), poll)
+
+
+def _audit_records(inp: AgentInput, session_id: str, parent_id: str, child_id: str) -> list[AuditRecord]:
+    resume = inp.resume
+    assert resume is not None
+    meta = resume.metadata if isinstance(resume.metadata, dict) else {}
+    by = meta.get("answeredBy")
+    at = now_iso()
+    records: list[AuditRecord] = []
+    for part in resume.respond:
+        if part.tool_response is not None:
+            tr = part.tool_response
+            records.append(
+                AuditRecord(session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by)
+            )
+    for part in resume.restart:
+        if part.tool_request is not None:
+            rq = part.tool_request
+            pmeta = part.metadata or {}
+            replaced = rq.input if "replacedInput" in pmeta else None
+            records.append(
+                AuditRecord(
+                    session_id, parent_id, child_id, rq.name, rq.ref, "restart", pmeta.get("resumed"), replaced, at, by
+                )
+            )
+    return records
 
 
 def _as_message(value: Message | str | None) -> Message | None:

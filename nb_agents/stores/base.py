@@ -7,8 +7,11 @@ A store keeps `SessionSnapshot` rows and owns three atomic operations:
 * ``claim_resume(snapshot_id, digest, child_id)``: the compare-and-swap that
   makes resume exactly-once. The first claim of an interrupted snapshot wins;
   later ones get the winning `ResumeClaim` back.
-* ``release_claim``: drop a claim whose turn failed, so the interrupt can be
-  answered again.
+* ``release_claim``: drop a claim whose turn was aborted before it wrote
+  anything, so the interrupt can be answered again.
+
+Stores also keep the audit trail (`AuditRecord`: who answered which
+interrupt, how, when) and list their sessions, for ``agent.pending()``.
 
 Leaf selection for a session id (`pick_leaf`) and the ``expired`` reading of a
 stale pending row (`effective_status`) are shared here, so every store
@@ -17,14 +20,15 @@ answers alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..types import SessionSnapshot
 
 __all__ = [
+    "AuditRecord",
     "HEARTBEAT_INTERVAL",
     "HEARTBEAT_TIMEOUT",
     "ResumeClaim",
@@ -84,6 +88,38 @@ class ResumeClaim:
     child_id: str
 
 
+@dataclass(frozen=True)
+class AuditRecord:
+    """One accepted answer to one interrupt.
+
+    Attributes:
+        session_id: The conversation.
+        snapshot_id: The interrupted snapshot that was answered.
+        child_id: The snapshot of the turn the answer resumed.
+        name: The interrupted tool's name.
+        ref: The tool call's ref.
+        kind: ``"respond"`` or ``"restart"``.
+        answer: The respond output, or the restart's ``resumed`` value.
+        replaced_input: The new input of a restart that replaced it, else None.
+        answered_at: ISO 8601 UTC time.
+        answered_by: Who answered, when known (``resume.metadata.answeredBy``).
+    """
+
+    session_id: str
+    snapshot_id: str
+    child_id: str
+    name: str
+    ref: str | None
+    kind: str
+    answer: Any
+    replaced_input: Any
+    answered_at: str
+    answered_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Where snapshots live. Every method is atomic on its own."""
@@ -105,5 +141,17 @@ class SessionStore(Protocol):
         ...
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        """Drop the claim made for `child_id` (its turn failed before finishing)."""
+        """Drop the claim made for `child_id` (its turn was aborted)."""
+        ...
+
+    async def session_ids(self) -> list[str]:
+        """Every session id with at least one snapshot."""
+        ...
+
+    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append audit records."""
+        ...
+
+    async def audit(self, session_id: str) -> list[AuditRecord]:
+        """A session's audit records, oldest first."""
         ...

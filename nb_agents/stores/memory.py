@@ -8,9 +8,10 @@ snapshots, so a turn costs what it adds, not a copy of the history). A
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from ..types import SessionSnapshot
-from .base import ResumeClaim, SnapshotMutator, pick_leaf, with_effective_status
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, pick_leaf, with_effective_status
 
 __all__ = ["InMemorySessionStore"]
 
@@ -28,6 +29,7 @@ class InMemorySessionStore:
         self._rows: dict[str, SessionSnapshot] = {}
         self._by_session: dict[str, list[str]] = {}
         self._claims: dict[str, ResumeClaim] = {}
+        self._audit: dict[str, list[AuditRecord]] = {}
         self._lock = threading.Lock()
 
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
@@ -69,6 +71,14 @@ class InMemorySessionStore:
                 del self._claims[snapshot_id]
 
     async def session_ids(self) -> list[str]:
-        """Every session id with at least one snapshot."""
         with self._lock:
             return list(self._by_session)
+
+    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
+        with self._lock:
+            for rec in records:
+                self._audit.setdefault(rec.session_id, []).append(rec)
+
+    async def audit(self, session_id: str) -> list[AuditRecord]:
+        with self._lock:
+            return list(self._audit.get(session_id, []))
