@@ -53,7 +53,9 @@ class AgentLike(Protocol):
     async def abort(self, snapshot_id: str) -> str | None: ...
 
 
-def _init(snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None) -> AgentInit:
+def _init(
+    snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None
+) -> AgentInit:
     if state is not None and (snapshot_id or session_id):
         raise InvalidArgumentError("state is mutually exclusive with snapshot_id and session_id")
     st = SessionState.model_validate(state) if isinstance(state, dict) else state
@@ -112,9 +114,7 @@ class Agent:
         """Attach the HMAC signature when a ``state_secret`` is set."""
         if self._secret is None:
             return state
-        signed = state.model_copy()
-        setattr(signed, "signature", self._signature(state))
-        return signed
+        return state.model_copy(update={"signature": self._signature(state)})
 
     def verify_state(self, state: SessionState) -> SessionState:
         """Reject a state blob whose signature is missing or wrong."""
@@ -171,8 +171,10 @@ class Agent:
             >>> out.finish_reason                                       # doctest: +SKIP
             'interrupted'
         """
-        inp = input if isinstance(input, AgentInput) else AgentInput(
-            message=Message(role="user", content=[Part(text=input or "")])
+        inp = (
+            input
+            if isinstance(input, AgentInput)
+            else AgentInput(message=Message(role="user", content=[Part(text=input or "")]))
         )
         return await self._invoke(inp, _init(snapshot_id, session_id, state), on_chunk=on_chunk)
 
@@ -354,9 +356,7 @@ def define_agent(
         >>> agent.state_management
         'client'
     """
-    handler = PromptTurn(
-        model=model, system=system, tools=tools, use=use, config=config, max_turns=max_turns
-    )
+    handler = PromptTurn(model=model, system=system, tools=tools, use=use, config=config, max_turns=max_turns)
     return Agent(name, handler, store=store, description=description, state_secret=state_secret)
 
 

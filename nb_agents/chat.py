@@ -38,7 +38,15 @@ from .types import (
 if TYPE_CHECKING:
     from .agent import AgentLike
 
-__all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse", "AgentTurn", "Chat", "DetachedTask", "SyncAgentTurn"]
+__all__ = [
+    "AgentChunk",
+    "AgentInterrupt",
+    "AgentResponse",
+    "AgentTurn",
+    "Chat",
+    "DetachedTask",
+    "SyncAgentTurn",
+]
 
 TERMINAL = ("completed", "failed", "aborted", "expired")
 
@@ -82,7 +90,9 @@ class AgentInterrupt:
         return restart_part(self.part, resumed={"toolApproved": True})
 
     def __repr__(self) -> str:
-        return f"AgentInterrupt(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
+        return (
+            f"AgentInterrupt(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
+        )
 
 
 class AgentResponse:
@@ -156,7 +166,9 @@ class AgentChunk:
         self.custom_patch = raw.custom_patch
         self.artifact = raw.artifact
         self.turn_end = raw.turn_end
-        self.text = raw.model_chunk.text if raw.model_chunk is not None and raw.model_chunk.role != "tool" else ""
+        self.text = (
+            raw.model_chunk.text if raw.model_chunk is not None and raw.model_chunk.role != "tool" else ""
+        )
         self.accumulated_text = accumulated_text
         self.custom = custom
 
@@ -171,7 +183,9 @@ class AgentChunk:
         return [AgentInterrupt(p) for p in mc.interrupts()] if mc is not None else []
 
     def __repr__(self) -> str:
-        kind = next(k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None)
+        kind = next(
+            k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None
+        )
         return f"AgentChunk({kind}, text={self.text!r})"
 
 
@@ -299,7 +313,9 @@ class Chat:
             return AgentInit(state=self._state)
         return AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
 
-    async def _run(self, inp: AgentInput, queue: asyncio.Queue[object], abort: asyncio.Event) -> AgentResponse:
+    async def _run(
+        self, inp: AgentInput, queue: asyncio.Queue[object], abort: asyncio.Event
+    ) -> AgentResponse:
         text = ""
         custom = copy.deepcopy(self.custom)
 
@@ -376,7 +392,9 @@ class Chat:
         metadata: Any = None,
     ) -> AgentTurn:
         """Answer the paused turn and stream the continuation."""
-        return self.send_stream(AgentInput(resume=ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)))
+        return self.send_stream(
+            AgentInput(resume=ToolResume(respond=list(respond), restart=list(restart), metadata=metadata))
+        )
 
     async def resume(
         self,
@@ -411,7 +429,9 @@ class Chat:
     def send_stream_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> SyncAgentTurn:
         return SyncAgentTurn(self.send_stream(input))
 
-    def resume_sync(self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None) -> AgentResponse:
+    def resume_sync(
+        self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None
+    ) -> AgentResponse:
         return _sync.run(self.resume(respond, restart, metadata))
 
     def resume_stream_sync(

@@ -227,9 +227,7 @@ class PromptTurn:
                     details={"tool": tr.name, "ref": tr.ref, "traceback": traceback.format_exc()},
                 ) from exc
 
-        results = await asyncio.gather(
-            *(one(i, p) for i, p in enumerate(requests)), return_exceptions=True
-        )
+        results = await asyncio.gather(*(one(i, p) for i, p in enumerate(requests)), return_exceptions=True)
         outcomes: dict[int, ToolOutcome] = {}
         for i, res in enumerate(results):
             if isinstance(res, BaseException):
@@ -262,9 +260,9 @@ class PromptTurn:
                 restart = restarts[key]
                 rmeta = restart.metadata or {}
                 if "replacedInput" in rmeta:
-                    requests[i] = part.model_copy(update={"tool_request": restart.tool_request}).with_metadata(
-                        replacedInput=rmeta["replacedInput"]
-                    )
+                    requests[i] = part.model_copy(
+                        update={"tool_request": restart.tool_request}
+                    ).with_metadata(replacedInput=rmeta["replacedInput"])
                 to_run.append(restart)
                 run_at.append(i)
                 source[i] = "restart"

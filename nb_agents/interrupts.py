@@ -71,18 +71,14 @@ class Interrupt(Exception):  # noqa: N818 - a control-flow signal, not an error
         self.data: dict[str, Any] | None = value
 
 
-def respond_part(
-    request: Part, output: Any, *, metadata: Any = None, mark: bool = True
-) -> Part:
+def respond_part(request: Part, output: Any, *, metadata: Any = None, mark: bool = True) -> Part:
     """A ``toolResponse`` part answering an interrupted request with `output`.
 
     With ``mark`` (the default, as Go's ``Respond``) the part carries
     ``metadata.interruptResponse``; the chat builders leave it off as JS does.
     """
     tr = _tool_request(request)
-    part = Part(
-        tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=to_json_value(output))
-    )
+    part = Part(tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=to_json_value(output)))
     if mark:
         part.metadata = {"interruptResponse": to_json_value(metadata) if metadata is not None else True}
     return part

@@ -94,6 +94,3 @@ class ToolApproval(Middleware):
         if isinstance(data, dict) and str(data.get("message", "")).startswith("Tool not in approved list:"):
             return ApprovalHold(part)
         return None
-
-
-

@@ -47,9 +47,7 @@ def _ref(ref: str | None) -> str:
 
 
 def _errors(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
-    )
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
 
 
 def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool]) -> None:
@@ -92,7 +90,9 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
     for part in resume.restart:
         tr = part.tool_request
         if tr is None:
-            raise InvalidArgumentError(f"resume.restart entries must be toolRequest parts, got {part.to_json()}")
+            raise InvalidArgumentError(
+                f"resume.restart entries must be toolRequest parts, got {part.to_json()}"
+            )
         original = locate("restart", tr.name, tr.ref)
         assert original.tool_request is not None
         meta = part.metadata or {}
@@ -133,7 +133,9 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
     for part in resume.respond:
         resp = part.tool_response
         if resp is None:
-            raise InvalidArgumentError(f"resume.respond entries must be toolResponse parts, got {part.to_json()}")
+            raise InvalidArgumentError(
+                f"resume.respond entries must be toolResponse parts, got {part.to_json()}"
+            )
         locate("respond", resp.name, resp.ref)
         tool = tools.get(resp.name)
         if tool is not None:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError, NotFoundError
@@ -66,7 +66,7 @@ def resumable(snap: SessionSnapshot) -> bool:
     return (snap.status or "completed") in RESUMABLE_STATUSES and snap.state is not None
 
 
-class _PreTurnFailure(Exception):
+class _PreTurnFailureError(Exception):
     def __init__(self, error: NbAgentsError) -> None:
         self.error = error
 
@@ -136,7 +136,7 @@ class Invocation:
         try:
             try:
                 self.session, self.parent_id = await self._load()
-            except _PreTurnFailure as f:
+            except _PreTurnFailureError as f:
                 self._settle(AgentOutput(finish_reason="failed", error=error_info(f.error)))
                 return
             last: AgentOutput | None = None
@@ -150,7 +150,7 @@ class Invocation:
                 if last.finish_reason in ("failed", "aborted"):
                     break
             self._settle(last or self._output("stop", message=None))
-        except BaseException as exc:  # noqa: BLE001 - surface everything to the caller
+        except BaseException as exc:
             if not self.result.done():
                 self.result.set_exception(exc)
             if not isinstance(exc, Exception):
@@ -183,14 +183,14 @@ class Invocation:
         if init.snapshot_id:
             snap = await store.get_snapshot(init.snapshot_id)
             if snap is None:
-                raise _PreTurnFailure(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
+                raise _PreTurnFailureError(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
             if init.session_id and snap.session_id != init.session_id:
                 raise InvalidArgumentError(
                     f"Snapshot {snap.snapshot_id} does not belong to session {init.session_id} "
                     f"(it belongs to {snap.session_id})."
                 )
             if not resumable(snap):
-                raise _PreTurnFailure(
+                raise _PreTurnFailureError(
                     FailedPreconditionError(
                         f"Snapshot {snap.snapshot_id} is not resumable (status: {snap.status}). "
                         "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
@@ -285,9 +285,9 @@ class Invocation:
         aborted = await self._wait_turn(task, snapshot_id, parent_id)
         if aborted:
             return await self._finish_aborted(inp, snapshot_id, parent_id, before)
-        exc = task.exception()
-        if exc is not None:
-            return await self._finish_failed(exc, snapshot_id, parent_id, before)
+        failure = task.exception()
+        if failure is not None:
+            return await self._finish_failed(failure, snapshot_id, parent_id, before)
         reply = _as_message(task.result())
         if reply is not None and (not session.messages or session.messages[-1] is not reply):
             session.messages.append(reply)
@@ -299,7 +299,9 @@ class Invocation:
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
 
-    async def _wait_turn(self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None) -> bool:
+    async def _wait_turn(
+        self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None
+    ) -> bool:
         """Wait for the turn; detach on request; True when it was aborted."""
         abort_wait = asyncio.ensure_future(self._abort.wait())
         detach_wait = asyncio.ensure_future(self._detach_requested.wait())
@@ -437,7 +439,7 @@ class Invocation:
         next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
         while not self.finished.is_set():
             snap = await self.store.get_snapshot(snapshot_id)
-            if snap is None or snap.status != "pending" and snap.status != "expired":
+            if snap is None or (snap.status != "pending" and snap.status != "expired"):
                 if snap is not None and snap.status in ("aborted", "aborting"):
                     self._abort.set()
                 return
@@ -465,7 +467,9 @@ def _audit_records(inp: AgentInput, session_id: str, parent_id: str, child_id: s
         if part.tool_response is not None:
             tr = part.tool_response
             records.append(
-                AuditRecord(session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by)
+                AuditRecord(
+                    session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by
+                )
             )
     for part in resume.restart:
         if part.tool_request is not None:
@@ -474,7 +478,16 @@ def _audit_records(inp: AgentInput, session_id: str, parent_id: str, child_id: s
             replaced = rq.input if "replacedInput" in pmeta else None
             records.append(
                 AuditRecord(
-                    session_id, parent_id, child_id, rq.name, rq.ref, "restart", pmeta.get("resumed"), replaced, at, by
+                    session_id,
+                    parent_id,
+                    child_id,
+                    rq.name,
+                    rq.ref,
+                    "restart",
+                    pmeta.get("resumed"),
+                    replaced,
+                    at,
+                    by,
                 )
             )
     return records
@@ -497,6 +510,3 @@ def _last_model_of(messages: list[Message]) -> Message | None:
 
 def _last_model(session: Session) -> Message | None:
     return _last_model_of(session.messages)
-
-
-_ = Callable  # re-exported types used in annotations only

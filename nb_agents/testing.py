@@ -93,7 +93,8 @@ class FunctionModel:
     """A model that answers with ``fn(request)`` (sync or async).
 
     `fn` returns a GenerateResponse (dict or object), or a plain string that
-    becomes a model text message with finish reason ``stop``.
+    becomes a model text message with finish reason ``stop``. Unlike
+    `ScriptedModel` it keeps only ``last_request`` (and a ``calls`` count).
 
     Example:
         >>> echo = FunctionModel(lambda req: "you said: " + req.messages[-1].text)
@@ -107,12 +108,15 @@ class FunctionModel:
     ) -> None:
         self.fn = fn
         self.name = name
-        self.requests: list[GenerateRequest] = []
+        self.calls = 0
+        self.last_request: GenerateRequest | None = None
 
     async def generate(
         self, request: GenerateRequest, on_chunk: ModelChunkSink | None = None
     ) -> GenerateResponse:
-        self.requests.append(request)
+        # only the last request is kept: long benchmark sessions must not pin every history
+        self.calls += 1
+        self.last_request = request
         out = self.fn(request)
         if inspect.isawaitable(out):
             out = await out

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, get_type_hints, overload
 
@@ -244,14 +245,25 @@ class Tool:
         return f"Tool(name={self.name!r}, kind={self.kind!r})"
 
 
+def _caller_locals(depth: int = 2) -> dict[str, Any]:
+    """The local names where a decorator was applied, to resolve string hints
+    (``from __future__ import annotations``) naming local classes."""
+    frame = sys._getframe(depth)
+    return dict(frame.f_locals)
+
+
+def _hints(fn: Callable[..., Any], localns: dict[str, Any]) -> dict[str, Any]:
+    return get_type_hints(fn, localns=localns, include_extras=True)
+
+
 def _signature_model(
-    fn: Callable[..., Any], name: str, skip: set[str]
+    fn: Callable[..., Any], name: str, skip: set[str], localns: dict[str, Any]
 ) -> tuple[type[BaseModel], bool, str | None, dict[str, Any]]:
     """Build the input model of `fn` from its type hints.
 
     Returns (input model, unpack?, ctx param name, hints).
     """
-    hints = get_type_hints(fn, include_extras=True)
+    hints = _hints(fn, localns)
     sig = inspect.signature(fn)
     ctx_param = None
     fields: dict[str, Any] = {}
@@ -267,7 +279,7 @@ def _signature_model(
         default = ... if param.default is param.empty else param.default
         fields[pname] = (ann, default)
     if len(fields) == 1:
-        (only_name, (only_ann, _)), = fields.items()
+        ((_, (only_ann, _)),) = fields.items()
         if _is_model(only_ann):
             return only_ann, False, ctx_param, hints
     model = create_model(f"{_camel(name)}Input", **fields)  # type: ignore[call-overload]
@@ -309,9 +321,11 @@ def tool(
         'getBalance'
     """
 
+    localns = _caller_locals()
+
     def build(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__
-        model, unpack, ctx_param, hints = _signature_model(f, tool_name, set())
+        model, unpack, ctx_param, hints = _signature_model(f, tool_name, set(), localns)
         return Tool(
             f,
             name=tool_name,
@@ -382,23 +396,18 @@ def resumable_tool(
         'resumable'
     """
     if not (_is_model(resume) or resume is dict or getattr(resume, "__origin__", None) is dict):
-        raise TypeError(
-            f"resumable_tool resume type must be a pydantic model or a dict, got {resume!r}"
-        )
+        raise TypeError(f"resumable_tool resume type must be a pydantic model or a dict, got {resume!r}")
+
+    localns = _caller_locals()
 
     def build(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__
-        params = [
-            p
-            for p in inspect.signature(f).parameters
-            if p != "ctx" and get_type_hints(f).get(p) is not ToolContext
-        ]
+        hints = _hints(f, localns)
+        params = [p for p in inspect.signature(f).parameters if p != "ctx" and hints.get(p) is not ToolContext]
         if len(params) < 2:
-            raise TypeError(
-                f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}"
-            )
+            raise TypeError(f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}")
         reply_param = params[-1]
-        model, unpack, ctx_param, hints = _signature_model(f, tool_name, {reply_param})
+        model, unpack, ctx_param, hints = _signature_model(f, tool_name, {reply_param}, localns)
         return Tool(
             f,
             name=tool_name,

@@ -57,9 +57,9 @@ def _parse(ts: str) -> datetime:
 def effective_status(snap: SessionSnapshot, *, now: datetime | None = None) -> str:
     """The status as read: a pending row with a stale heartbeat reads ``expired``."""
     status = snap.status or "completed"
-    if status == "pending" and snap.heartbeat_at:
-        if (now or datetime.now(UTC)) - _parse(snap.heartbeat_at) > HEARTBEAT_TIMEOUT:
-            return "expired"
+    stale = snap.heartbeat_at and (now or datetime.now(UTC)) - _parse(snap.heartbeat_at) > HEARTBEAT_TIMEOUT
+    if status == "pending" and stale:
+        return "expired"
     return status
 
 
