@@ -56,8 +56,8 @@ def error_info(exc: BaseException) -> AgentErrorInfo:
         return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
     return AgentErrorInfo(
         status="INTERNAL",
-        message=f"{type(exc).__name__}: {exc}",
-        details={"traceback": "".join(traceback.format_exception(exc))},
+        message=str(exc) or type(exc).__name__,
+        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
     )
 
 

@@ -1,22 +1,19 @@
 """Genkit's cross-language agent conformance spec, run against nb_agents.
 
-Loads ``../shared/conformance/agent.yaml`` (Genkit's ``tests/specs/agent.yaml``) and runs
-each of its cases as one parametrized test, against agents built fresh per case with
-nb_agents' public API (see ``../shared/conformance/README.md`` for the harness contract).
+Loads ``../shared/conformance/agent.yaml`` (Genkit's ``tests/specs/agent.yaml``) and runs each
+case as one test against agents built fresh per case with nb_agents' public API; see
+``../shared/conformance/README.md`` for the harness contract. Matching, as the spec says:
 
-Matching, as the spec describes it and Genkit's JS/Go/Python harnesses implement it:
-
-* ``expectChunks``: same number and order; ``turnEnd`` by presence plus ``finishReason``
-  when the spec pins it; ``modelChunk``/``artifact``/``customPatch`` payloads by subset.
-* "subset" (``stateContains``, chunk payloads, ``artifactsContain``): objects may carry
-  extra keys; the spec's lists must appear in order as a subsequence (e.g. ``messages``).
-* ``message``: deep-equal on what the spec pins: lists match element by element with the
-  same length; an object may carry keys the spec leaves out (the spec omits ``role`` and
-  the ``metadata.interrupt`` marker of paused tool requests, so literal equality could
-  never hold; Genkit's own harnesses use subset matching here).
+* ``expectChunks``: same count and order; ``turnEnd`` by presence plus ``finishReason`` when
+  pinned; ``modelChunk``/``artifact``/``customPatch`` payloads by subset.
+* subset (``stateContains``, chunk payloads, ``artifactsContain``): objects may carry extra
+  keys; the spec's list items must appear in order (``messages`` as an ordered subsequence).
+* ``message``: deep-equal on what the spec pins (lists item by item, same length); keys the
+  spec leaves out (``role``, the ``metadata.interrupt`` marker on paused tool requests) are
+  not compared, as in Genkit's own harnesses, or no runtime could pass.
 * ``errorContains``/``expectError``: ``status`` exact, ``message`` as a substring.
 
-Any key the harness does not know fails the case, so nothing in the spec is skipped.
+A spec key the harness does not handle fails the case, so nothing is skipped silently.
 """
 
 from __future__ import annotations
@@ -166,7 +163,8 @@ def build_agent(name: str) -> tuple[nba.Agent, ScriptedModel | None]:
         return nba.define_agent(name, model=model, tools=tools, store=store), model
     assert name in CUSTOM_AGENTS, f"the spec names agent {name!r}, which this harness does not define"
     handler, has_store = CUSTOM_AGENTS[name]
-    return nba.define_custom_agent(name, handler, store=nba.InMemorySessionStore() if has_store else None), None
+    store = nba.InMemorySessionStore() if has_store else None
+    return nba.define_custom_agent(name, handler, store=store), None
 
 
 # -- templates and matching ---------------------------------------------------------------
@@ -198,12 +196,19 @@ def scalar_eq(actual: Any, expected: Any, path: str) -> None:
     assert same, f"{path}: expected {expected!r}, got {actual!r}"
 
 
-def contains(actual: Any, expected: Any, path: str) -> None:
-    """Subset match: extra object keys allowed; lists as an ordered subsequence."""
+def match(actual: Any, expected: Any, path: str, *, subsequence: bool = True) -> None:
+    """Objects: the spec's keys must match, extra keys are allowed. Lists: with `subsequence`, the
+    spec's items must appear in order among the actual ones; else item by item, same length."""
     if isinstance(expected, dict):
         assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
         for key, val in expected.items():
-            contains(actual.get(key), val, f"{path}.{key}")
+            match(actual.get(key), val, f"{path}.{key}", subsequence=subsequence)
+    elif isinstance(expected, list) and not subsequence:
+        assert isinstance(actual, list) and len(actual) == len(expected), (
+            f"{path}: expected {len(expected)} item(s) {expected!r}, got {actual!r}"
+        )
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            match(a, e, f"{path}[{i}]", subsequence=False)
     elif isinstance(expected, list):
         assert isinstance(actual, list), f"{path}: expected a list, got {actual!r}"
         pos = 0
@@ -211,7 +216,7 @@ def contains(actual: Any, expected: Any, path: str) -> None:
             while pos < len(actual):
                 pos += 1
                 try:
-                    contains(actual[pos - 1], item, f"{path}[{pos - 1}]")
+                    match(actual[pos - 1], item, f"{path}[{pos - 1}]")
                     break
                 except AssertionError:
                     continue
@@ -221,23 +226,7 @@ def contains(actual: Any, expected: Any, path: str) -> None:
         scalar_eq(actual, expected, path)
 
 
-def pinned_equal(actual: Any, expected: Any, path: str) -> None:
-    """Deep equality on what the spec pins: same list lengths, spec-omitted keys ignored."""
-    if isinstance(expected, dict):
-        assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
-        for key, val in expected.items():
-            pinned_equal(actual.get(key), val, f"{path}.{key}")
-    elif isinstance(expected, list):
-        assert isinstance(actual, list) and len(actual) == len(expected), (
-            f"{path}: expected {len(expected)} item(s) {expected!r}, got {actual!r}"
-        )
-        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            pinned_equal(a, e, f"{path}[{i}]")
-    else:
-        scalar_eq(actual, expected, path)
-
-
-def error_contains(actual: Any, expected: dict[str, Any], path: str) -> None:
+def error_match(actual: Any, expected: dict[str, Any], path: str) -> None:
     check_keys(f"{path} (errorContains)", expected, ERROR_KEYS)
     assert isinstance(actual, dict), f"{path}: expected an error, got {actual!r}"
     if "status" in expected:
@@ -261,18 +250,19 @@ def check_chunks(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -
         assert len(want) == 1, f"expectChunks[{i}]: a spec chunk has exactly one kind, got {want!r}"
         ((kind, payload),) = want.items()
         assert kind in got, f"chunk[{i}]: expected a {kind} chunk, got {got!r}"
-        if kind == "turnEnd":
+        path = f"chunk[{i}].{kind}"
+        if kind == "turnEnd":  # its snapshotId is dynamic: presence, plus finishReason when pinned
             if payload and "finishReason" in payload:
-                scalar_eq(got[kind].get("finishReason"), payload["finishReason"], f"chunk[{i}].turnEnd.finishReason")
+                scalar_eq(got[kind].get("finishReason"), payload["finishReason"], f"{path}.finishReason")
         else:
-            contains(got[kind], payload, f"chunk[{i}].{kind}")
+            match(got[kind], payload, path)
 
 
 def check_output(out: dict[str, Any], expect: dict[str, Any]) -> None:
     check_keys("expectOutput", expect, OUTPUT_KEYS)
     state = out.get("state")
     if "message" in expect:
-        pinned_equal(out.get("message"), expect["message"], "output.message")
+        match(out.get("message"), expect["message"], "output.message", subsequence=False)
     if "finishReason" in expect:
         scalar_eq(out.get("finishReason"), expect["finishReason"], "output.finishReason")
     if "hasSnapshotId" in expect:
@@ -281,13 +271,13 @@ def check_output(out: dict[str, Any], expect: dict[str, Any]) -> None:
         has_id((state or {}).get("sessionId"), expect["hasSessionId"], "output.state.sessionId")
     if "stateContains" in expect:
         assert state is not None, f"output.state: expected a state, got none in {out}"
-        contains(state, expect["stateContains"], "output.state")
+        match(state, expect["stateContains"], "output.state")
     for want in expect.get("artifactsContain") or []:
         found = [a for a in out.get("artifacts") or [] if a.get("name") == want.get("name")]
         assert found, f"output.artifacts: no artifact named {want.get('name')!r} in {out.get('artifacts')!r}"
-        contains(found[0], want, f"output.artifacts({want.get('name')})")
+        match(found[0], want, f"output.artifacts({want.get('name')})")
     if "errorContains" in expect:
-        error_contains(out.get("error"), expect["errorContains"], "output.error")
+        error_match(out.get("error"), expect["errorContains"], "output.error")
 
 
 def check_snapshot(snap: nba.SessionSnapshot, expect: dict[str, Any]) -> None:
@@ -299,9 +289,9 @@ def check_snapshot(snap: nba.SessionSnapshot, expect: dict[str, Any]) -> None:
     if "hasSessionId" in expect:
         has_id((got.get("state") or {}).get("sessionId"), expect["hasSessionId"], "snapshot.state.sessionId")
     if "stateContains" in expect:
-        contains(got.get("state"), expect["stateContains"], "snapshot.state")
+        match(got.get("state"), expect["stateContains"], "snapshot.state")
     if "errorContains" in expect:
-        error_contains(got.get("error"), expect["errorContains"], "snapshot.error")
+        error_match(got.get("error"), expect["errorContains"], "snapshot.error")
 
 
 # -- steps --------------------------------------------------------------------------------
@@ -346,10 +336,8 @@ async def run_send(
     except Exception as exc:
         if "expectError" not in step or isinstance(exc, TimeoutError):
             raise
-        want = step["expectError"]
-        check_keys("expectError", want, ERROR_KEYS)
-        error_contains({"status": getattr(exc, "status", None), "message": getattr(exc, "message", str(exc))},
-                       want, f"thrown {type(exc).__name__}")  # fmt: skip
+        thrown = {"status": getattr(exc, "status", None), "message": getattr(exc, "message", str(exc))}
+        error_match(thrown, step["expectError"], f"thrown {type(exc).__name__}")
         return
     out = output.to_wire()
     assert "expectError" not in step, f"expected the send to throw {step['expectError']}, got output {out}"
@@ -357,16 +345,15 @@ async def run_send(
         check_chunks(chunks, step["expectChunks"])
     if "expectOutput" in step:
         check_output(out, step["expectOutput"])
-    if "captureSnapshotId" in step:
-        assert out.get("snapshotId"), f"captureSnapshotId: the output has no snapshotId: {out}"
-        captures[step["captureSnapshotId"]] = out["snapshotId"]
-    if "captureState" in step:
-        assert out.get("state"), f"captureState: the output has no state: {out}"
-        captures[step["captureState"]] = out["state"]
-    if "captureSessionId" in step:
-        sid = (out.get("state") or {}).get("sessionId")
-        assert sid, f"captureSessionId: the output has no state.sessionId: {out}"
-        captures[step["captureSessionId"]] = sid
+    capturable = {
+        "captureSnapshotId": out.get("snapshotId"),
+        "captureState": out.get("state"),
+        "captureSessionId": (out.get("state") or {}).get("sessionId"),
+    }
+    for key, value in capturable.items():
+        if key in step:
+            assert value, f"{key}: the output has nothing to capture: {out}"
+            captures[step[key]] = value
 
 
 async def run_get_snapshot(agent: nba.Agent, step: dict[str, Any]) -> None:
@@ -420,10 +407,8 @@ async def test_conformance(case: dict[str, Any]) -> None:
         try:
             assert kind in STEP_KEYS, f"unknown step type {kind!r}"
             check_keys("step", raw_step, STEP_KEYS[kind])
-            step = {**resolve(raw_step, captures), "type": kind}
-            for key in ("captureSnapshotId", "captureState", "captureSessionId"):  # names, never templated
-                if key in raw_step:
-                    step[key] = raw_step[key]
+            # capture* values are names, never templated
+            step = {k: v if k.startswith("capture") else resolve(v, captures) for k, v in raw_step.items()}
             if kind == "send":
                 await run_send(agent, model, step, captures)
             elif kind == "getSnapshotData":
