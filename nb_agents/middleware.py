@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .interrupts import Interrupt, respond_part, restart_part
+from .resume import APPROVAL_PREFIX
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
 
@@ -83,7 +84,7 @@ class ToolApproval(Middleware):
     async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
         if ctx.name in self.allowed_tools or _approved(ctx.resumed):
             return await call_next(input, ctx)
-        raise Interrupt({"message": f"Tool not in approved list: {ctx.name}"})
+        raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}"})
 
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:
@@ -91,6 +92,6 @@ class ToolApproval(Middleware):
         if not part.is_interrupt:
             return None
         data = (part.metadata or {}).get("interrupt")
-        if isinstance(data, dict) and str(data.get("message", "")).startswith("Tool not in approved list:"):
+        if isinstance(data, dict) and str(data.get("message", "")).startswith(APPROVAL_PREFIX):
             return ApprovalHold(part)
         return None

@@ -29,7 +29,9 @@ from .errors import FailedPreconditionError, InvalidArgumentError
 from .tools import Tool
 from .types import Message, Part, ToolResume
 
-__all__ = ["canonical", "resume_digest", "validate_resume"]
+__all__ = ["APPROVAL_PREFIX", "canonical", "resume_digest", "validate_resume"]
+
+APPROVAL_PREFIX = "Tool not in approved list:"
 
 
 def canonical(value: Any) -> str:
@@ -48,6 +50,11 @@ def _ref(ref: str | None) -> str:
 
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
+
+
+def _held_for_approval(part: Part) -> bool:
+    data = (part.metadata or {}).get("interrupt")
+    return isinstance(data, dict) and str(data.get("message", "")).startswith(APPROVAL_PREFIX)
 
 
 def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool]) -> None:
@@ -136,9 +143,11 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
             raise InvalidArgumentError(
                 f"resume.respond entries must be toolResponse parts, got {part.to_json()}"
             )
-        locate("respond", resp.name, resp.ref)
+        original = locate("respond", resp.name, resp.ref)
         tool = tools.get(resp.name)
-        if tool is not None:
+        # a call held for approval that the human denies never ran: the answer tells the
+        # model so, it is not the tool's output, so the output schema does not apply
+        if tool is not None and not _held_for_approval(original):
             try:
                 tool.check_output(resp.output)
             except ValidationError as exc:

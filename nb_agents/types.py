@@ -80,8 +80,8 @@ class WireModel(BaseModel):
     )
 
     def to_wire(self) -> dict[str, Any]:
-        """The value as Genkit JSON (camelCase, unset fields omitted)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The value as Genkit JSON (camelCase; fields never set, or None, are omitted)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
     def to_json(self) -> str:
         """The value as a compact Genkit JSON string."""

@@ -44,7 +44,8 @@ async def test_state_sent_to_a_store_backed_agent_is_rejected() -> None:
     with pytest.raises(nba.FailedPreconditionError) as info:
         await agent.run_text("x", state={"messages": []})
     assert info.value.status == "FAILED_PRECONDITION"
-    assert "Cannot send 'state' to agent 'srv': this agent uses a server-managed store" in info.value.message
+    expected = "Cannot send 'state' to agent 'srv': this agent uses a server-managed store"
+    assert expected in info.value.message
 
 
 @pytest.mark.parametrize("key", ["snapshot_id", "session_id"])
@@ -62,7 +63,8 @@ async def test_snapshot_and_session_that_do_not_match_are_rejected() -> None:
     with pytest.raises(nba.InvalidArgumentError) as info:
         await agent.run_text("y", snapshot_id=out.snapshot_id, session_id="someone-else")
     assert info.value.message == (
-        f"Snapshot {out.snapshot_id} does not belong to session someone-else (it belongs to {out.session_id})."
+        f"Snapshot {out.snapshot_id} does not belong to session someone-else "
+        f"(it belongs to {out.session_id})."
     )
 
 

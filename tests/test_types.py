@@ -144,8 +144,6 @@ INTERRUPT_STREAM = [  # §3.7
     },
 ]
 
-_EMPTY_LIST_BUG = "list fields default to [] and to_wire() emits keys the input did not have"
-
 
 def _roundtrip(model: type[nba.types.WireModel], data: dict[str, Any]) -> None:
     original = copy.deepcopy(data)
@@ -174,12 +172,10 @@ def test_interrupted_message_roundtrips() -> None:
         pytest.param(
             REQUEST_RESUME,
             id="resume-respond",
-            marks=pytest.mark.xfail(strict=True, reason=f"ToolResume.restart: {_EMPTY_LIST_BUG}"),
         ),
         pytest.param(
             REQUEST_CLIENT_STATE,
             id="client-state",
-            marks=pytest.mark.xfail(strict=True, reason=f"SessionState.artifacts: {_EMPTY_LIST_BUG}"),
         ),
     ],
 )
@@ -190,7 +186,10 @@ def test_http_request_bodies_roundtrip(body: dict[str, Any]) -> None:
 
 def test_http_request_bodies_parse() -> None:
     resume = nba.AgentInput.model_validate(REQUEST_RESUME["data"]).resume
-    assert resume is not None and resume.respond[0].tool_response.output == {"approved": True, "feedback": "ok"}
+    assert resume is not None and resume.respond[0].tool_response.output == {
+        "approved": True,
+        "feedback": "ok",
+    }
     assert nba.AgentInit.model_validate(REQUEST_RESUME["init"]).snapshot_id.startswith("a477")
     init = nba.AgentInit.model_validate(REQUEST_CLIENT_STATE["init"])
     assert init.state is not None and init.state.custom == {"turns": 1} and len(init.state.messages) == 4
@@ -295,8 +294,12 @@ def test_part_is_interrupt() -> None:
     assert data_interrupt.is_interrupt
     # metadata.interrupt on a non-request part, or a falsy value, is not an interrupt
     assert not nba.Part.model_validate({"text": "x", "metadata": {"interrupt": True}}).is_interrupt
-    assert not nba.Part.model_validate({"toolRequest": {"name": "t"}, "metadata": {"interrupt": False}}).is_interrupt
-    resolved = nba.Part.model_validate({"toolRequest": {"name": "t"}, "metadata": {"resolvedInterrupt": True}})
+    assert not nba.Part.model_validate(
+        {"toolRequest": {"name": "t"}, "metadata": {"interrupt": False}}
+    ).is_interrupt
+    resolved = nba.Part.model_validate(
+        {"toolRequest": {"name": "t"}, "metadata": {"resolvedInterrupt": True}}
+    )
     assert not resolved.is_interrupt
 
 
