@@ -116,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     print("nb_agents demo: a banking agent whose transfers pause for your approval.")
     print("(model: an offline rule-based demo model; no API key needed)\n")
     chat = agent.chat()
-    for text in ["What's my checking balance?", "Transfer $500 to my savings account.", "And my savings balance?"]:
+    for text in [
+        "What's my checking balance?",
+        "Transfer $500 to my savings account.",
+        "And my savings balance?",
+    ]:
         print(f"you>   {text}")
         res = chat.send_sync(text)
         while res.finish_reason == "interrupted":

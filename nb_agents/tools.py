@@ -403,7 +403,9 @@ def resumable_tool(
     def build(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__
         hints = _hints(f, localns)
-        params = [p for p in inspect.signature(f).parameters if p != "ctx" and hints.get(p) is not ToolContext]
+        params = [
+            p for p in inspect.signature(f).parameters if p != "ctx" and hints.get(p) is not ToolContext
+        ]
         if len(params) < 2:
             raise TypeError(f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}")
         reply_param = params[-1]

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_many_turns_over_one_connection() -> None:
     store = nba.InMemorySessionStore()
-    agent = nba.define_agent("conn", model=ScriptedModel([text_response("one"), text_response("two")]), store=store)
+    agent = nba.define_agent(
+        "conn", model=ScriptedModel([text_response("one"), text_response("two")]), store=store
+    )
     async with agent.connect() as conn:
         conn.send_text("first")
         ends = [c.turn_end async for c in conn.receive() if c.turn_end]

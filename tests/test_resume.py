@@ -37,7 +37,9 @@ class OpResult(BaseModel):
     result: str
 
 
-def make_agent(responses: list[dict[str, Any]], *, store: bool = True) -> tuple[nba.Agent, ScriptedModel, list[str]]:
+def make_agent(
+    responses: list[dict[str, Any]], *, store: bool = True
+) -> tuple[nba.Agent, ScriptedModel, list[str]]:
     ran: list[str] = []
 
     @nba.tool(name="runOp")
@@ -84,10 +86,18 @@ def interrupt_parts(out: nba.AgentOutput) -> list[nba.Part]:
 
 REJECTIONS: list[tuple[str, str, str]] = [
     ("forged_restart_input", "INVALID_ARGUMENT", "has modified inputs that do not match the original"),
-    ("unknown_ref", "INVALID_ARGUMENT", "references tool 'runOp' (ref: nope) which was not found in session history"),
+    (
+        "unknown_ref",
+        "INVALID_ARGUMENT",
+        "references tool 'runOp' (ref: nope) which was not found in session history",
+    ),
     ("unknown_tool", "INVALID_ARGUMENT", "references tool 'fakeTool' (ref: fake) which was not found"),
     ("unanswered", "INVALID_ARGUMENT", "Unresolved tool request 'askUser#a1' was not handled"),
-    ("bad_output", "INVALID_ARGUMENT", "resume.respond for tool 'askUser' (ref: a1) output validation failed"),
+    (
+        "bad_output",
+        "INVALID_ARGUMENT",
+        "resume.respond for tool 'askUser' (ref: a1) output validation failed",
+    ),
     ("answered_twice", "INVALID_ARGUMENT", "more than once"),
     ("bad_replaced_input", "INVALID_ARGUMENT", "replaced input that fails the tool's input schema"),
     ("forged_replaced_input", "INVALID_ARGUMENT", "replacedInput that does not match"),
@@ -99,7 +109,9 @@ def bad_resume(kind: str, out: nba.AgentOutput) -> nba.AgentInput:
     ok_ask = nba.AgentInterrupt(ask).respond({"answer": "yes"})
     ok_op = nba.AgentInterrupt(op).restart(resumed=True)
     if kind == "forged_restart_input":
-        forged = ok_op.model_copy(update={"tool_request": nba.ToolRequest(name="runOp", ref="r1", input={"action": "rm -rf"})})
+        forged = ok_op.model_copy(
+            update={"tool_request": nba.ToolRequest(name="runOp", ref="r1", input={"action": "rm -rf"})}
+        )
         return resume(respond=[ok_ask], restart=[forged])
     if kind == "unknown_ref":
         part = nba.Part(tool_request=nba.ToolRequest(name="runOp", ref="nope", input={"action": "safe"}))
@@ -114,7 +126,9 @@ def bad_resume(kind: str, out: nba.AgentOutput) -> nba.AgentInput:
     if kind == "answered_twice":
         return resume(respond=[ok_ask, ok_ask], restart=[ok_op])
     if kind == "bad_replaced_input":
-        return resume(respond=[ok_ask], restart=[nba.AgentInterrupt(op).restart(True, replace_input={"action": 3})])
+        return resume(
+            respond=[ok_ask], restart=[nba.AgentInterrupt(op).restart(True, replace_input={"action": 3})]
+        )
     if kind == "forged_replaced_input":
         part = nba.AgentInterrupt(op).restart(True, replace_input={"action": "other"})
         assert part.metadata is not None
@@ -123,12 +137,17 @@ def bad_resume(kind: str, out: nba.AgentOutput) -> nba.AgentInput:
     raise AssertionError(kind)
 
 
-TWO = [tool_call_response(("askUser", "a1", {"question": "ok?"}), ("runOp", "r1", {"action": "safe"})), text_response("done")]
+TWO = [
+    tool_call_response(("askUser", "a1", {"question": "ok?"}), ("runOp", "r1", {"action": "safe"})),
+    text_response("done"),
+]
 
 
 @pytest.mark.parametrize("store", [True, False], ids=["server", "client"])
 @pytest.mark.parametrize(("kind", "status", "message"), REJECTIONS, ids=[r[0] for r in REJECTIONS])
-async def test_rejected_resume_is_graceful_and_consumes_nothing(kind: str, status: str, message: str, store: bool) -> None:
+async def test_rejected_resume_is_graceful_and_consumes_nothing(
+    kind: str, status: str, message: str, store: bool
+) -> None:
     agent, model, ran = make_agent(list(TWO), store=store)
     out = await paused(agent)
     bad = await again(agent, out, bad_resume(kind, out))
@@ -145,7 +164,10 @@ async def test_rejected_resume_is_graceful_and_consumes_nothing(kind: str, statu
     good = await again(
         agent,
         bad,
-        resume(respond=[nba.AgentInterrupt(ask).respond({"answer": "yes"})], restart=[nba.AgentInterrupt(op).restart(True)]),
+        resume(
+            respond=[nba.AgentInterrupt(ask).respond({"answer": "yes"})],
+            restart=[nba.AgentInterrupt(op).restart(True)],
+        ),
     )
     assert good.finish_reason == "stop", good.error
     assert ran == ["safe"]
@@ -179,7 +201,10 @@ async def test_part_from_an_earlier_turn_gets_its_own_error() -> None:
     stale = await again(agent, second, resume(respond=[nba.AgentInterrupt(old).respond({"answer": "again"})]))
     assert stale.finish_reason == "failed"
     assert stale.error is not None and stale.error.status == "INVALID_ARGUMENT"
-    assert 'references tool "askUser" (ref: a1) from an earlier turn which is no longer pending' in stale.error.message
+    assert (
+        'references tool "askUser" (ref: a1) from an earlier turn which is no longer pending'
+        in stale.error.message
+    )
 
 
 async def test_resume_without_a_paused_turn_is_a_failed_precondition() -> None:
@@ -202,7 +227,10 @@ async def test_input_needs_a_message_or_a_resume() -> None:
 
 async def test_finished_sibling_is_stashed_as_pending_output_and_never_rerun() -> None:
     agent, model, ran = make_agent(
-        [tool_call_response(("lookup", "l1", {"q": "balance"}), ("askUser", "a1", {"question": "ok?"})), text_response("ok")]
+        [
+            tool_call_response(("lookup", "l1", {"q": "balance"}), ("askUser", "a1", {"question": "ok?"})),
+            text_response("ok"),
+        ]
     )
     out = await paused(agent)
     assert ran == ["lookup:balance"]
@@ -220,14 +248,18 @@ async def test_finished_sibling_is_stashed_as_pending_output_and_never_rerun() -
 
 
 async def test_restarted_tool_that_interrupts_again_repauses() -> None:
-    agent, model, ran = make_agent([tool_call_response(("runOp", "r1", {"action": "x"})), text_response("done")])
+    agent, model, ran = make_agent(
+        [tool_call_response(("runOp", "r1", {"action": "x"})), text_response("done")]
+    )
     out = await paused(agent)
     op = nba.AgentInterrupt(out.interrupts()[0])
     again_out = await again(agent, out, resume(restart=[op.restart()]))  # no `resumed`: the tool asks again
     assert again_out.finish_reason == "interrupted"
     assert model.calls == 1 and ran == []
     assert again_out.interrupts()[0].metadata == {"interrupt": {"confirm": "x"}}
-    final = await again(agent, again_out, resume(restart=[nba.AgentInterrupt(again_out.interrupts()[0]).restart(True)]))
+    final = await again(
+        agent, again_out, resume(restart=[nba.AgentInterrupt(again_out.interrupts()[0]).restart(True)])
+    )
     assert final.finish_reason == "stop" and ran == ["x"]
 
 
@@ -240,7 +272,9 @@ async def test_restarting_a_pure_interrupt_repauses_and_respond_keeps_other_answ
     assert ran == ["safe"]  # the restarted op ran once; its output is stashed
     parts = second.message.tool_requests  # type: ignore[union-attr]
     assert parts[0].is_interrupt and parts[1].metadata == {"pendingOutput": {"result": "did safe"}}
-    final = await again(agent, second, resume(respond=[nba.AgentInterrupt(parts[0]).respond({"answer": "y"})]))
+    final = await again(
+        agent, second, resume(respond=[nba.AgentInterrupt(parts[0]).respond({"answer": "y"})])
+    )
     assert final.finish_reason == "stop"
     assert ran == ["safe"]
 
@@ -267,7 +301,8 @@ async def test_restart_with_input_runs_on_the_new_input() -> None:
     call = pay.interrupted(out.interrupts()[0])
     assert call is not None
     done = await agent.run(
-        resume(restart=[call.restart_with_input(Amount(amount=300), Reply(approved=True))]), snapshot_id=out.snapshot_id
+        resume(restart=[call.restart_with_input(Amount(amount=300), Reply(approved=True))]),
+        snapshot_id=out.snapshot_id,
     )
     assert done.finish_reason == "stop", done.error
     assert seen == [(300, {"amount": 500})]
@@ -307,7 +342,9 @@ async def test_resumed_value_is_validated_against_the_resume_type() -> None:
 
 
 async def test_resume_metadata_lands_on_the_tool_message() -> None:
-    agent, model, _ = make_agent([tool_call_response(("askUser", "a1", {"question": "?"})), text_response("ok")])
+    agent, model, _ = make_agent(
+        [tool_call_response(("askUser", "a1", {"question": "?"})), text_response("ok")]
+    )
     chat = agent.chat()
     res = await chat.send("go")
     await chat.resume(respond=[res.interrupts[0].respond({"answer": "y"})], metadata={"answeredBy": "ana"})

@@ -210,7 +210,10 @@ async def test_js_chat_send_and_respond() -> None:
 async def test_js_streaming_resume() -> None:
     agent, _, _ = js_agent(
         [tool_call_response(("userApproval", "a1", ASK)), text_response("Done: approved.")],
-        stream_chunks=[[], [{"role": "model", "content": [{"text": "Done: "}]}, {"content": [{"text": "approved."}]}]],
+        stream_chunks=[
+            [],
+            [{"role": "model", "content": [{"text": "Done: "}]}, {"content": [{"text": "approved."}]}],
+        ],
     )
     chat = agent.chat()
     res = await chat.send("Transfer $500 to my savings account.")

@@ -27,7 +27,9 @@ def approval_agent(store: bool = True) -> tuple[nba.Agent, list[str]]:
         [tool_call_response(("wire", "w1", {"amount": 5})), text_response("wired!")],
         stream_chunks=[[], [{"content": [{"text": "wi"}]}, {"content": [{"text": "red!"}]}]],
     )
-    agent = nba.define_agent("sync", model=model, tools=[wire], store=nba.InMemorySessionStore() if store else None)
+    agent = nba.define_agent(
+        "sync", model=model, tools=[wire], store=nba.InMemorySessionStore() if store else None
+    )
     return agent, done
 
 
