@@ -41,7 +41,12 @@ def canonical(value: Any) -> str:
 
 def resume_digest(resume: ToolResume) -> str:
     """A stable digest of an answer, to recognise the same resume sent twice."""
-    return hashlib.sha256(canonical(resume.to_wire()).encode()).hexdigest()
+    body = {
+        "respond": [p.to_wire() for p in resume.respond],
+        "restart": [p.to_wire() for p in resume.restart],
+        "metadata": resume.metadata,
+    }
+    return hashlib.sha256(canonical(body).encode()).hexdigest()
 
 
 def _ref(ref: str | None) -> str:
