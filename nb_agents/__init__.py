@@ -14,7 +14,7 @@ Example:
 """
 
 from . import middleware
-from .agent import Agent, define_agent, define_custom_agent
+from .agent import Agent, PendingTurn, define_agent, define_custom_agent
 from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
 from .errors import (
@@ -29,7 +29,7 @@ from .errors import (
 from .interrupts import Interrupt, InterruptCall, interrupt_as
 from .models.base import Model, register_provider
 from .session import Session, TurnContext
-from .stores import InMemorySessionStore, SessionStore
+from .stores import AuditRecord, FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
 from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
 from .types import (
     AgentInit,
@@ -68,9 +68,11 @@ __all__ = [
     "AgentStreamChunk",
     "AgentTurn",
     "Artifact",
+    "AuditRecord",
     "Chat",
     "DetachedTask",
     "FailedPreconditionError",
+    "FileSessionStore",
     "FinishReason",
     "GenerateRequest",
     "GenerateResponse",
@@ -85,11 +87,13 @@ __all__ = [
     "NbAgentsError",
     "NotFoundError",
     "Part",
+    "PendingTurn",
     "Session",
     "SessionSnapshot",
     "SessionState",
     "SessionStore",
     "SnapshotStatus",
+    "SqliteSessionStore",
     "Tool",
     "ToolContext",
     "ToolFail",

@@ -279,9 +279,10 @@ class Invocation:
             parent_snapshot_id=parent_id,
             turn_index=turn_index,
         )
-        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(self.agent.handler(inp, ctx))
         if inp.detach or self._detach_requested.is_set():
+            # the pending row exists before the turn starts, and nothing it emits is streamed
             await self._go_detached(snapshot_id, parent_id)
+        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(self.agent.handler(inp, ctx))
         aborted = await self._wait_turn(task, snapshot_id, parent_id)
         if aborted:
             return await self._finish_aborted(inp, snapshot_id, parent_id, before)
@@ -413,6 +414,7 @@ class Invocation:
         if self.detached:
             return
         assert self.store is not None and snapshot_id is not None and self.session is not None
+        self.detached = True  # first: from here on nothing reaches the caller's stream
         session_id = self.session.session_id
         now = now_iso()
         pending = SessionSnapshot(
@@ -425,7 +427,6 @@ class Invocation:
             status="pending",
         )
         await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
-        self.detached = True
         self._settle(AgentOutput(session_id=session_id, snapshot_id=snapshot_id, finish_reason="detached"))
         watcher = asyncio.ensure_future(self._watch(snapshot_id))
         _BACKGROUND.add(watcher)

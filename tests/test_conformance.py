@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 import pytest
 import yaml
+from conftest import STORE_KINDS, make_store
 from pydantic import BaseModel
 
 import nb_agents as nba
@@ -154,16 +155,18 @@ CUSTOM_AGENTS: dict[str, tuple[Handler, bool]] = {  # name -> (turn handler, has
 }
 
 
-def build_agent(name: str) -> tuple[nba.Agent, ScriptedModel | None]:
+def build_agent(
+    name: str, new_store: Callable[[], nba.SessionStore]
+) -> tuple[nba.Agent, ScriptedModel | None]:
     """The named harness agent with a fresh store (and model, for prompt agents)."""
     if name in PROMPT_AGENTS:
         tools, has_store = PROMPT_AGENTS[name]
         model = ScriptedModel([], name="programmableModel")
-        store = nba.InMemorySessionStore() if has_store else None
+        store = new_store() if has_store else None
         return nba.define_agent(name, model=model, tools=tools, store=store), model
     assert name in CUSTOM_AGENTS, f"the spec names agent {name!r}, which this harness does not define"
     handler, has_store = CUSTOM_AGENTS[name]
-    store = nba.InMemorySessionStore() if has_store else None
+    store = new_store() if has_store else None
     return nba.define_custom_agent(name, handler, store=store), None
 
 
@@ -396,11 +399,13 @@ def anyio_backend() -> str:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("store_kind", STORE_KINDS)
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
-async def test_conformance(case: dict[str, Any]) -> None:
+async def test_conformance(case: dict[str, Any], store_kind: str, tmp_path: Path) -> None:
+    """Every case, with the store-backed agents on each kind of store."""
     check_keys("spec", SPEC, TOP_KEYS)
     check_keys(f"case {case.get('name')!r}", case, CASE_KEYS)
-    agent, model = build_agent(case["agent"])
+    agent, model = build_agent(case["agent"], lambda: make_store(store_kind, tmp_path))
     captures: dict[str, Any] = {}
     for i, raw_step in enumerate(case["steps"]):
         kind = raw_step.get("type")
