@@ -95,6 +95,8 @@ class Invocation:
         self.finished = asyncio.Event()
         self.session: Session | None = None
         self.parent_id: str | None = None
+        self._watching: set[str] = set()
+        self._current_input: AgentInput | None = None
         self._task = asyncio.ensure_future(self._main())
         _BACKGROUND.add(self._task)
         self._task.add_done_callback(_BACKGROUND.discard)
@@ -248,6 +250,7 @@ class Invocation:
         parent_id = self.parent_id
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
+        self._current_input = inp
         validate = getattr(self.agent.handler, "validate_input", None)
         if validate is not None:
             try:
@@ -256,17 +259,12 @@ class Invocation:
                 return self._output("failed", message=_last_model(session), error=error_info(exc))
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
-            digest = resume_digest(inp.resume)
-            claim = await store.claim_resume(parent_id, digest, snapshot_id)
-            if claim is not None:
-                if claim.digest != digest:
-                    err = FailedPreconditionError(
-                        f"Snapshot {parent_id} was already resumed (by snapshot {claim.child_id}); "
-                        f"continue from snapshot {claim.child_id} instead of answering again."
-                    )
-                    return self._output("failed", message=_last_model(session), error=error_info(err))
-                return await self._replay(claim.child_id)
-            await store.add_audit(_audit_records(inp, session.session_id, parent_id, snapshot_id))
+            lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id)
+            if lost is not None:
+                return lost
+            # the claimed turn is visible (and heartbeats) while it runs: if this process
+            # dies, the row expires and a later answer can take the claim over
+            await self._start_pending(snapshot_id, parent_id)
         if inp.message is not None:
             session.messages.append(inp.message)
         emit = self._emit
@@ -296,6 +294,7 @@ class Invocation:
         if store is not None:
             assert snapshot_id is not None
             await self._write_final(snapshot_id, parent_id, "completed", finish, session.state(), None)
+            await self._audit(inp, parent_id, snapshot_id)
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
@@ -334,6 +333,9 @@ class Invocation:
             await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
         if inp.resume is not None and self.store is not None and parent_id and snapshot_id:
             await self.store.release_claim(parent_id, snapshot_id)
+            if not self.detached:
+                # a foreground abort writes nothing: drop the claimed turn's pending row
+                await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
         return self._output("aborted", message=_last_model(session), state=before)
 
@@ -347,6 +349,7 @@ class Invocation:
         err = error_info(exc)
         if self.store is not None and snapshot_id is not None:
             await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err)
+            await self._audit(self._current_input, parent_id, snapshot_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
         return self._output("failed", message=_last_model(session), state=before, error=err)
 
@@ -381,23 +384,44 @@ class Invocation:
 
         await self.store.save_snapshot(snapshot_id, mutate)
 
-    async def _replay(self, child_id: str) -> AgentOutput:
-        """The result of a resume that already ran (the same answer sent again)."""
-        assert self.store is not None
+    async def _audit(self, inp: AgentInput | None, parent_id: str | None, child_id: str) -> None:
+        if inp is not None and inp.resume is not None and parent_id is not None and self.store is not None:
+            assert self.session is not None
+            await self.store.add_audit(_audit_records(inp, self.session.session_id, parent_id, child_id))
+
+    async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
+        """Claim the resume of `parent_id`: None when this call won, else its output.
+
+        The same answer sent again gets the first result; a different one is
+        rejected. A claim whose turn died (its pending row expired, or never
+        appeared) is taken over, so a crash cannot lock an interrupt forever.
+        """
+        store = self.store
+        assert store is not None and self.session is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + REPLAY_TIMEOUT
-        poll = getattr(self.store, "poll_interval", 0.05)
         while True:
-            snap = await self.store.get_snapshot(child_id)
-            if snap is not None and snap.status in ("completed", "failed", "aborted"):
-                break
-            if loop.time() > deadline:
+            claim = await store.claim_resume(parent_id, digest, child_id)
+            if claim is None:
+                return None
+            snap = await store.get_snapshot(claim.child_id)
+            expired = snap is not None and snap.status == "expired"
+            if expired or (snap is None and loop.time() > deadline):
+                await store.release_claim(parent_id, claim.child_id)
+                continue
+            if claim.digest != digest:
                 err = FailedPreconditionError(
-                    f"Snapshot {self.parent_id} is being resumed by another caller (snapshot {child_id}); "
-                    "try again later."
+                    f"Snapshot {parent_id} was already resumed (by snapshot {claim.child_id}); "
+                    f"continue from snapshot {claim.child_id} instead of answering again."
                 )
-                return self._output("failed", message=None, error=error_info(err))
-            await asyncio.sleep(poll)
+                return self._output("failed", message=_last_model(self.session), error=error_info(err))
+            if snap is not None and snap.status in ("completed", "failed", "aborted"):
+                return await self._replay(snap)
+            await asyncio.sleep(store.poll_interval)
+
+    async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
+        """The result of a resume that already ran (the same answer sent again)."""
+        child_id = snap.snapshot_id
         state = snap.state or SessionState()
         message = _last_model_of(state.messages)
         finish: FinishReason = snap.finish_reason or "stop"
@@ -415,11 +439,21 @@ class Invocation:
             return
         assert self.store is not None and snapshot_id is not None and self.session is not None
         self.detached = True  # first: from here on nothing reaches the caller's stream
-        session_id = self.session.session_id
+        await self._start_pending(snapshot_id, parent_id)
+        self._settle(
+            AgentOutput(session_id=self.session.session_id, snapshot_id=snapshot_id, finish_reason="detached")
+        )
+
+    async def _start_pending(self, snapshot_id: str, parent_id: str | None) -> None:
+        """Write the turn's pending row (once) and keep its heartbeat fresh."""
+        assert self.store is not None and self.session is not None
+        if snapshot_id in self._watching:
+            return
+        self._watching.add(snapshot_id)
         now = now_iso()
         pending = SessionSnapshot(
             snapshot_id=snapshot_id,
-            session_id=session_id,
+            session_id=self.session.session_id,
             parent_id=parent_id,
             created_at=now,
             updated_at=now,
@@ -427,15 +461,14 @@ class Invocation:
             status="pending",
         )
         await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
-        self._settle(AgentOutput(session_id=session_id, snapshot_id=snapshot_id, finish_reason="detached"))
         watcher = asyncio.ensure_future(self._watch(snapshot_id))
         _BACKGROUND.add(watcher)
         watcher.add_done_callback(_BACKGROUND.discard)
 
     async def _watch(self, snapshot_id: str) -> None:
-        """Keep a detached turn's heartbeat fresh; notice a background abort."""
+        """Keep a pending turn's heartbeat fresh; notice an abort from outside."""
         assert self.store is not None
-        poll = getattr(self.store, "poll_interval", 0.25)
+        poll = self.store.poll_interval
         loop = asyncio.get_running_loop()
         next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
         while not self.finished.is_set():

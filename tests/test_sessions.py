@@ -4,12 +4,14 @@ resumable failed and aborted snapshots, detach, and custom state."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from helpers import text_response, tool_call_response
 
 import nb_agents as nba
+from nb_agents.resume import resume_digest
 from nb_agents.testing import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -211,3 +213,63 @@ async def test_custom_state_and_artifacts_persist(store: nba.SessionStore) -> No
     assert patches == [([{"op": "replace", "path": "", "value": {"n": 1}}], {"n": 1})]
     snap = await agent.get_snapshot(res.snapshot_id)
     assert snap is not None and snap.state is not None and snap.state.custom == {"n": 2}
+
+
+async def test_a_claim_whose_turn_died_is_taken_over(store: nba.SessionStore) -> None:
+    agent, sent = approval_agent(store)
+    out = await agent.run_text("pay 5")
+    assert out.snapshot_id is not None
+    part = nba.AgentInterrupt(out.interrupts()[0]).restart(resumed=True)
+    inp = nba.AgentInput(resume=nba.ToolResume(restart=[part]))
+    # a process claimed this resume, wrote its pending row, then died: the heartbeat went stale
+    assert await store.claim_resume(out.snapshot_id, resume_digest(inp.resume), "ghost") is None  # type: ignore[arg-type]
+    stale = (datetime.now(UTC) - timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
+    ghost = nba.SessionSnapshot(
+        snapshot_id="ghost",
+        session_id=out.session_id,
+        parent_id=out.snapshot_id,
+        created_at=stale,
+        heartbeat_at=stale,
+        status="pending",
+    )
+    await store.save_snapshot("ghost", lambda cur: ghost)
+    assert (await store.get_snapshot("ghost")).status == "expired"  # type: ignore[union-attr]
+    done = await agent.run(inp, snapshot_id=out.snapshot_id)
+    assert done.finish_reason == "stop" and sent == [5]
+    assert done.snapshot_id != "ghost"
+    assert [r.child_id for r in await agent.audit(out.session_id)] == [done.snapshot_id]  # type: ignore[arg-type]
+
+
+async def test_a_resume_in_flight_shows_as_pending_and_can_be_aborted(store: nba.SessionStore) -> None:
+    started = asyncio.Event()
+
+    @nba.tool(name="wait")
+    async def wait(ctx: nba.ToolContext) -> str:
+        if not ctx.resumed:
+            ctx.interrupt()
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    model = ScriptedModel([tool_call_response(("wait", "w1", {})), text_response("ok")])
+    agent = nba.define_agent("waiter", model=model, tools=[wait], store=store)
+    out = await agent.run_text("go")
+    part = nba.AgentInterrupt(out.interrupts()[0]).restart(resumed=True)
+    running = asyncio.ensure_future(
+        agent.run(nba.AgentInput(resume=nba.ToolResume(restart=[part])), snapshot_id=out.snapshot_id)
+    )
+    await asyncio.wait_for(started.wait(), 5)
+    leaf = await agent.get_snapshot(session_id=out.session_id)
+    assert leaf is not None and leaf.status == "pending" and leaf.parent_id == out.snapshot_id
+    assert await agent.abort(leaf.snapshot_id) == "pending"
+    res = await asyncio.wait_for(running, 5)
+    assert res.finish_reason == "aborted"
+    assert await agent.audit(out.session_id) == []  # nothing was answered in the end  # type: ignore[arg-type]
+    # the interrupt is answerable again
+    again = await agent.run(
+        nba.AgentInput(
+            resume=nba.ToolResume(respond=[nba.AgentInterrupt(out.interrupts()[0]).respond("skip")])
+        ),
+        snapshot_id=out.snapshot_id,
+    )
+    assert again.finish_reason == "stop", again.error

@@ -57,9 +57,15 @@ def _parse(ts: str) -> datetime:
 def effective_status(snap: SessionSnapshot, *, now: datetime | None = None) -> str:
     """The status as read: a pending row with a stale heartbeat reads ``expired``."""
     status = snap.status or "completed"
-    stale = snap.heartbeat_at and (now or datetime.now(UTC)) - _parse(snap.heartbeat_at) > HEARTBEAT_TIMEOUT
-    if status == "pending" and stale:
-        return "expired"
+    if status == "pending" and snap.heartbeat_at:
+        try:
+            beat = _parse(snap.heartbeat_at)
+        except ValueError:
+            return status  # an unreadable heartbeat is not evidence that the worker died
+        if beat.tzinfo is None:
+            beat = beat.replace(tzinfo=UTC)
+        if (now or datetime.now(UTC)) - beat > HEARTBEAT_TIMEOUT:
+            return "expired"
     return status
 
 
@@ -122,7 +128,14 @@ class AuditRecord:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where snapshots live. Every method is atomic on its own."""
+    """Where snapshots live. Every method is atomic on its own.
+
+    Attributes:
+        poll_interval: Seconds between reads when a turn waits on another
+            (a replayed resume, a background abort).
+    """
+
+    poll_interval: float
 
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read), or None."""

@@ -27,7 +27,7 @@ class InMemorySessionStore:
 
     def __init__(self) -> None:
         self._rows: dict[str, SessionSnapshot] = {}
-        self._by_session: dict[str, list[str]] = {}
+        self._by_session: dict[str, dict[str, None]] = {}  # an ordered set per session
         self._claims: dict[str, ResumeClaim] = {}
         self._audit: dict[str, list[AuditRecord]] = {}
         self._lock = threading.Lock()
@@ -52,8 +52,8 @@ class InMemorySessionStore:
             if current is not None and current.session_id and new.session_id != current.session_id:
                 new = new.model_copy(update={"session_id": current.session_id})
             self._rows[snapshot_id] = new
-            if current is None and new.session_id:
-                self._by_session.setdefault(new.session_id, []).append(snapshot_id)
+            if new.session_id:
+                self._by_session.setdefault(new.session_id, {})[snapshot_id] = None
             return new
 
     async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
