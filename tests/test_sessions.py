@@ -4,7 +4,10 @@ resumable failed and aborted snapshots, detach, and custom state."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +15,7 @@ from helpers import text_response, tool_call_response
 
 import nb_agents as nba
 from nb_agents.resume import resume_digest
-from nb_agents.testing import ScriptedModel
+from nb_agents.testing import FunctionModel, ScriptedModel
 
 pytestmark = pytest.mark.anyio
 
@@ -273,3 +276,57 @@ async def test_a_resume_in_flight_shows_as_pending_and_can_be_aborted(store: nba
         snapshot_id=out.snapshot_id,
     )
     assert again.finish_reason == "stop", again.error
+
+
+def test_two_threads_resume_the_same_interrupt_once(store: nba.SessionStore) -> None:
+    agent, sent = approval_agent(store)
+    out = asyncio.run(agent.run_text("pay 5"))
+    part = nba.AgentInterrupt(out.interrupts()[0]).restart(resumed=True)
+    inp = nba.AgentInput(resume=nba.ToolResume(restart=[part]))
+    results: list[nba.AgentOutput] = []
+    barrier = threading.Barrier(2)
+
+    def answer() -> None:  # each thread runs its own event loop
+        barrier.wait()
+        results.append(asyncio.run(agent.run(inp, snapshot_id=out.snapshot_id)))
+
+    threads = [threading.Thread(target=answer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sent == [5]
+    assert [r.finish_reason for r in results] == ["stop", "stop"]
+    assert results[0].snapshot_id == results[1].snapshot_id
+
+
+async def test_500_agent_turns_on_sqlite_grow_the_file_linearly(tmp_path: Path) -> None:
+    from nb_agents.stores.sqlite import SqliteSessionStore
+
+    path = tmp_path / "long.db"
+    body = "x" * 150
+    agent = nba.define_agent(
+        "long",
+        model=FunctionModel(lambda req: f"reply {len(req.messages)} {body}"),
+        store=SqliteSessionStore(path),
+    )
+    chat = agent.chat()
+    sizes: dict[int, int] = {}
+    for turn in range(1, 501):
+        await chat.send(f"message {turn} {body}")
+        if turn in (250, 500):
+            sizes[turn] = disk_size(path)
+    per_turn = (sizes[500] - sizes[250]) / 250
+    print(f"\n500 agent turns on SQLite: {sizes[500]} B in all, {per_turn:.0f} B per turn")
+    # whole-history copies would make the second 250 turns cost ~3x the first 250
+    assert sizes[500] < 2.3 * sizes[250]
+    snap = await agent.get_snapshot(chat.snapshot_id)
+    assert snap is not None and snap.state is not None and len(snap.state.messages) == 1000
+
+
+def disk_size(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    wal = Path(f"{path}-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)

@@ -38,7 +38,7 @@ class InMemorySessionStore:
 
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
         with self._lock:
-            ids = self._by_session.get(session_id, [])
+            ids = self._by_session.get(session_id, {})
             return with_effective_status(pick_leaf(self._rows[i] for i in ids))
 
     async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
