@@ -17,7 +17,11 @@ tool raises, not errors, and are deliberately outside this tree.
 
 from __future__ import annotations
 
-from typing import Any
+import traceback
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .types import AgentErrorInfo
 
 __all__ = [
     "AbortedError",
@@ -28,6 +32,7 @@ __all__ = [
     "NbAgentsError",
     "NotFoundError",
     "error_for_status",
+    "error_info",
 ]
 
 
@@ -130,3 +135,16 @@ def error_for_status(status: str | None, message: str, details: Any = None) -> N
     status = status or "UNKNOWN"
     cls = _BY_STATUS.get(status, NbAgentsError)
     return cls(message, status=status, details=details)
+
+
+def error_info(exc: BaseException) -> AgentErrorInfo:
+    """The wire error of an exception; the traceback goes in the details."""
+    from .types import AgentErrorInfo
+
+    if isinstance(exc, NbAgentsError):
+        return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
+    return AgentErrorInfo(
+        status="INTERNAL",
+        message=str(exc) or type(exc).__name__,
+        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
+    )

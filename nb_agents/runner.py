@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import traceback
 import uuid
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError, NotFoundError
+from .errors import FailedPreconditionError, NbAgentsError, error_info
+from .exactly_once import claim_resume
+from .loading import PreTurnFailureError, load_session
 from .resume import resume_digest
-from .session import ChunkSink, Session, TurnContext
-from .stores.base import HEARTBEAT_INTERVAL, AuditRecord, SessionStore, now_iso
+from .session import ChunkSink, Session, TurnContext, as_message, last_model
+from .stores.base import HEARTBEAT_INTERVAL, SessionStore, audit_records, now_iso
 from .types import (
     AgentErrorInfo,
     AgentInit,
@@ -28,7 +29,6 @@ from .types import (
     AgentStreamChunk,
     FinishReason,
     Message,
-    Part,
     SessionSnapshot,
     SessionState,
     TurnEnd,
@@ -37,9 +37,8 @@ from .types import (
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["Invocation", "TurnHandler", "error_info", "resumable"]
+__all__ = ["Invocation", "TurnHandler"]
 
-RESUMABLE_STATUSES = ("completed", "failed", "aborted")
 REPLAY_TIMEOUT = 60.0
 
 # Detached invocations keep running after their caller got its output.
@@ -48,27 +47,6 @@ _BACKGROUND: set[asyncio.Task[Any]] = set()
 
 class TurnHandler(Protocol):
     def __call__(self, inp: AgentInput, ctx: TurnContext) -> Awaitable[Message | str | None]: ...
-
-
-def error_info(exc: BaseException) -> AgentErrorInfo:
-    """The wire error of an exception; the traceback goes in the details."""
-    if isinstance(exc, NbAgentsError):
-        return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
-    return AgentErrorInfo(
-        status="INTERNAL",
-        message=str(exc) or type(exc).__name__,
-        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
-    )
-
-
-def resumable(snap: SessionSnapshot) -> bool:
-    """Whether a turn may continue from `snap` (DESIGN.md: completed, failed, aborted)."""
-    return (snap.status or "completed") in RESUMABLE_STATUSES and snap.state is not None
-
-
-class _PreTurnFailureError(Exception):
-    def __init__(self, error: NbAgentsError) -> None:
-        self.error = error
 
 
 class Invocation:
@@ -137,8 +115,8 @@ class Invocation:
     async def _main(self) -> None:
         try:
             try:
-                self.session, self.parent_id = await self._load()
-            except _PreTurnFailureError as f:
+                self.session, self.parent_id = await load_session(self.agent, self.init)
+            except PreTurnFailureError as f:
                 self._settle(AgentOutput(finish_reason="failed", error=error_info(f.error)))
                 return
             last: AgentOutput | None = None
@@ -160,64 +138,6 @@ class Invocation:
         finally:
             self.closed = True
             self.finished.set()
-
-    async def _load(self) -> tuple[Session, str | None]:
-        init, store, name = self.init, self.store, self.agent.name
-        if init.state is not None and store is not None:
-            raise FailedPreconditionError(
-                f"Cannot send 'state' to agent '{name}': this agent uses a server-managed store. "
-                "Send 'snapshotId' or 'sessionId' instead."
-            )
-        if (init.snapshot_id or init.session_id is not None) and store is None:
-            which = "snapshotId" if init.snapshot_id else "sessionId"
-            raise FailedPreconditionError(
-                f"Cannot use '{which}' with agent '{name}': this agent has no store configured "
-                "(client-managed state). Send 'state' instead."
-            )
-        if init.session_id is not None and not init.session_id:
-            raise InvalidArgumentError("sessionId must be a non-empty string")
-        if store is None:
-            state = init.state
-            if state is None:
-                return Session(str(uuid.uuid4())), None
-            state = self.agent.verify_state(state)
-            return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
-        if init.snapshot_id:
-            snap = await store.get_snapshot(init.snapshot_id)
-            if snap is None:
-                raise _PreTurnFailureError(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
-            if init.session_id and snap.session_id != init.session_id:
-                raise InvalidArgumentError(
-                    f"Snapshot {snap.snapshot_id} does not belong to session {init.session_id} "
-                    f"(it belongs to {snap.session_id})."
-                )
-            if not resumable(snap):
-                raise _PreTurnFailureError(
-                    FailedPreconditionError(
-                        f"Snapshot {snap.snapshot_id} is not resumable (status: {snap.status}). "
-                        "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
-                    )
-                )
-            assert snap.state is not None
-            return Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())), snap.snapshot_id
-        if init.session_id:
-            snap = await self._walk_back(store, init.session_id)
-            if snap is None:
-                return Session(init.session_id), None
-            assert snap.state is not None
-            return Session.from_state(snap.state, init.session_id), snap.snapshot_id
-        return Session(str(uuid.uuid4())), None
-
-    @staticmethod
-    async def _walk_back(store: SessionStore, session_id: str) -> SessionSnapshot | None:
-        snap = await store.get_latest(session_id)
-        seen: set[str] = set()
-        while snap is not None and not resumable(snap):
-            if snap.snapshot_id in seen:
-                raise FailedPreconditionError(f"Snapshot lineage of session {session_id} has a cycle.")
-            seen.add(snap.snapshot_id)
-            snap = await store.get_snapshot(snap.parent_id) if snap.parent_id else None
-        return snap
 
     def _output(
         self,
@@ -256,7 +176,7 @@ class Invocation:
             try:
                 validate(inp, session)
             except NbAgentsError as exc:
-                return self._output("failed", message=_last_model(session), error=error_info(exc))
+                return self._output("failed", message=session.last_model(), error=error_info(exc))
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
             lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id)
@@ -287,7 +207,7 @@ class Invocation:
         failure = task.exception()
         if failure is not None:
             return await self._finish_failed(failure, snapshot_id, parent_id, before)
-        reply = _as_message(task.result())
+        reply = as_message(task.result())
         if reply is not None and (not session.messages or session.messages[-1] is not reply):
             session.messages.append(reply)
         finish = ctx.finish_reason
@@ -337,7 +257,7 @@ class Invocation:
                 # a foreground abort writes nothing: drop the claimed turn's pending row
                 await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
-        return self._output("aborted", message=_last_model(session), state=before)
+        return self._output("aborted", message=session.last_model(), state=before)
 
     async def _finish_failed(
         self, exc: BaseException, snapshot_id: str | None, parent_id: str | None, before: SessionState | None
@@ -351,7 +271,7 @@ class Invocation:
             await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err)
             await self._audit(self._current_input, parent_id, snapshot_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
-        return self._output("failed", message=_last_model(session), state=before, error=err)
+        return self._output("failed", message=session.last_model(), state=before, error=err)
 
     async def _write_final(
         self,
@@ -387,43 +307,29 @@ class Invocation:
     async def _audit(self, inp: AgentInput | None, parent_id: str | None, child_id: str) -> None:
         if inp is not None and inp.resume is not None and parent_id is not None and self.store is not None:
             assert self.session is not None
-            await self.store.add_audit(_audit_records(inp, self.session.session_id, parent_id, child_id))
+            await self.store.add_audit(
+                audit_records(inp.resume, self.session.session_id, parent_id, child_id)
+            )
 
     async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
-        """Claim the resume of `parent_id`: None when this call won, else its output.
-
-        The same answer sent again gets the first result; a different one is
-        rejected. A claim whose turn died (its pending row expired, or never
-        appeared) is taken over, so a crash cannot lock an interrupt forever.
-        """
-        store = self.store
-        assert store is not None and self.session is not None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + REPLAY_TIMEOUT
-        while True:
-            claim = await store.claim_resume(parent_id, digest, child_id)
-            if claim is None:
-                return None
-            snap = await store.get_snapshot(claim.child_id)
-            expired = snap is not None and snap.status == "expired"
-            if expired or (snap is None and loop.time() > deadline):
-                await store.release_claim(parent_id, claim.child_id)
-                continue
-            if claim.digest != digest:
-                err = FailedPreconditionError(
-                    f"Snapshot {parent_id} was already resumed (by snapshot {claim.child_id}); "
-                    f"continue from snapshot {claim.child_id} instead of answering again."
-                )
-                return self._output("failed", message=_last_model(self.session), error=error_info(err))
-            if snap is not None and snap.status in ("completed", "failed", "aborted"):
-                return await self._replay(snap)
-            await asyncio.sleep(store.poll_interval)
+        """Claim the resume of `parent_id`: None when this call won, else its output."""
+        assert self.store is not None and self.session is not None
+        outcome = await claim_resume(self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT)
+        if outcome is None:
+            return None
+        if isinstance(outcome, SessionSnapshot):
+            return await self._replay(outcome)
+        err = FailedPreconditionError(
+            f"Snapshot {parent_id} was already resumed (by snapshot {outcome.child_id}); "
+            f"continue from snapshot {outcome.child_id} instead of answering again."
+        )
+        return self._output("failed", message=self.session.last_model(), error=error_info(err))
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
         """The result of a resume that already ran (the same answer sent again)."""
         child_id = snap.snapshot_id
         state = snap.state or SessionState()
-        message = _last_model_of(state.messages)
+        message = last_model(state.messages)
         finish: FinishReason = snap.finish_reason or "stop"
         if snap.status == "completed":
             self.parent_id = child_id
@@ -488,59 +394,3 @@ class Invocation:
                 await self.store.save_snapshot(snapshot_id, beat)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.finished.wait(), poll)
-
-
-def _audit_records(inp: AgentInput, session_id: str, parent_id: str, child_id: str) -> list[AuditRecord]:
-    resume = inp.resume
-    assert resume is not None
-    meta = resume.metadata if isinstance(resume.metadata, dict) else {}
-    by = meta.get("answeredBy")
-    at = now_iso()
-    records: list[AuditRecord] = []
-    for part in resume.respond:
-        if part.tool_response is not None:
-            tr = part.tool_response
-            records.append(
-                AuditRecord(
-                    session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by
-                )
-            )
-    for part in resume.restart:
-        if part.tool_request is not None:
-            rq = part.tool_request
-            pmeta = part.metadata or {}
-            replaced = rq.input if "replacedInput" in pmeta else None
-            records.append(
-                AuditRecord(
-                    session_id,
-                    parent_id,
-                    child_id,
-                    rq.name,
-                    rq.ref,
-                    "restart",
-                    pmeta.get("resumed"),
-                    replaced,
-                    at,
-                    by,
-                )
-            )
-    return records
-
-
-def _as_message(value: Message | str | None) -> Message | None:
-    if value is None or isinstance(value, Message):
-        return value
-    if isinstance(value, str):
-        return Message(role="model", content=[Part(text=value)])
-    raise InternalError(f"a turn handler must return a Message, a str or None, got {type(value).__name__}")
-
-
-def _last_model_of(messages: list[Message]) -> Message | None:
-    for msg in reversed(messages):
-        if msg.role == "model":
-            return msg
-    return None
-
-
-def _last_model(session: Session) -> Message | None:
-    return _last_model_of(session.messages)

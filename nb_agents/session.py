@@ -14,9 +14,9 @@ from typing import Any
 
 import jsonpatch
 
-from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, SessionState
+from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, Part, SessionState
 
-__all__ = ["ChunkSink", "Session", "TurnContext"]
+__all__ = ["ChunkSink", "Session", "TurnContext", "as_message", "last_model"]
 
 ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
 
@@ -67,6 +67,10 @@ class Session:
             custom=copy.deepcopy(self.custom),
             artifacts=list(self.artifacts),
         )
+
+    def last_model(self) -> Message | None:
+        """The latest model message of the history."""
+        return last_model(self.messages)
 
     def _begin_turn(self, emit: ChunkSink) -> None:
         self._emit = emit
@@ -151,3 +155,20 @@ class TurnContext:
         if isinstance(chunk, ModelResponseChunk):
             chunk = AgentStreamChunk(model_chunk=chunk)
         await self._emit(chunk)
+
+
+def as_message(value: Message | str | None) -> Message | None:
+    """A turn handler's return value as a model message."""
+    if value is None or isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return Message(role="model", content=[Part(text=value)])
+    raise TypeError(f"a turn handler must return a Message, a str or None, got {type(value).__name__}")
+
+
+def last_model(messages: list[Message]) -> Message | None:
+    """The latest model message of `messages`, or None."""
+    for msg in reversed(messages):
+        if msg.role == "model":
+            return msg
+    return None

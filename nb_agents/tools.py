@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, TypeVar, overload
 
 import anyio.to_thread
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from .interrupts import Interrupt, InterruptCall, to_json_value
+from .schemas import caller_locals, camel, is_model, signature_model, type_hints
 from .types import Part, ToolDefinition
 
 __all__ = [
@@ -82,10 +82,6 @@ class ToolContext:
     def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
         """Pause the turn with `data` (raises `Interrupt`)."""
         raise Interrupt(data)
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
 class Tool:
@@ -245,51 +241,6 @@ class Tool:
         return f"Tool(name={self.name!r}, kind={self.kind!r})"
 
 
-def _caller_locals(depth: int = 2) -> dict[str, Any]:
-    """The local names where a decorator was applied, to resolve string hints
-    (``from __future__ import annotations``) naming local classes."""
-    frame = sys._getframe(depth)
-    return dict(frame.f_locals)
-
-
-def _hints(fn: Callable[..., Any], localns: dict[str, Any]) -> dict[str, Any]:
-    return get_type_hints(fn, localns=localns, include_extras=True)
-
-
-def _signature_model(
-    fn: Callable[..., Any], name: str, skip: set[str], localns: dict[str, Any]
-) -> tuple[type[BaseModel], bool, str | None, dict[str, Any]]:
-    """Build the input model of `fn` from its type hints.
-
-    Returns (input model, unpack?, ctx param name, hints).
-    """
-    hints = _hints(fn, localns)
-    sig = inspect.signature(fn)
-    ctx_param = None
-    fields: dict[str, Any] = {}
-    for pname, param in sig.parameters.items():
-        ann = hints.get(pname, Any)
-        if ann is ToolContext or pname == "ctx":
-            ctx_param = pname
-            continue
-        if pname in skip:
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool '{name}': *args/**kwargs parameters are not supported")
-        default = ... if param.default is param.empty else param.default
-        fields[pname] = (ann, default)
-    if len(fields) == 1:
-        ((_, (only_ann, _)),) = fields.items()
-        if _is_model(only_ann):
-            return only_ann, False, ctx_param, hints
-    model = create_model(f"{_camel(name)}Input", **fields)  # type: ignore[call-overload]
-    return model, True, ctx_param, hints
-
-
-def _camel(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in name.replace("-", "_").split("_"))
-
-
 def _description(fn: Callable[..., Any], given: str | None) -> str:
     return given if given is not None else inspect.cleandoc(fn.__doc__ or "")
 
@@ -321,11 +272,11 @@ def tool(
         'getBalance'
     """
 
-    localns = _caller_locals()
+    localns = caller_locals()
 
     def build(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__
-        model, unpack, ctx_param, hints = _signature_model(f, tool_name, set(), localns)
+        model, unpack, ctx_param, hints = signature_model(f, tool_name, set(), localns, ToolContext)
         return Tool(
             f,
             name=tool_name,
@@ -363,7 +314,7 @@ def define_interrupt(
         >>> ask.kind
         'interrupt'
     """
-    model = input_schema or create_model(f"{_camel(name)}Input")
+    model = input_schema or create_model(f"{camel(name)}Input")
     return Tool(
         None,
         name=name,
@@ -395,21 +346,21 @@ def resumable_tool(
         >>> delete_file.kind
         'resumable'
     """
-    if not (_is_model(resume) or resume is dict or getattr(resume, "__origin__", None) is dict):
+    if not (is_model(resume) or resume is dict or getattr(resume, "__origin__", None) is dict):
         raise TypeError(f"resumable_tool resume type must be a pydantic model or a dict, got {resume!r}")
 
-    localns = _caller_locals()
+    localns = caller_locals()
 
     def build(f: Callable[..., Any]) -> Tool:
         tool_name = name or f.__name__
-        hints = _hints(f, localns)
+        found = type_hints(f, localns)
         params = [
-            p for p in inspect.signature(f).parameters if p != "ctx" and hints.get(p) is not ToolContext
+            p for p in inspect.signature(f).parameters if p != "ctx" and found.get(p) is not ToolContext
         ]
         if len(params) < 2:
             raise TypeError(f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}")
         reply_param = params[-1]
-        model, unpack, ctx_param, hints = _signature_model(f, tool_name, {reply_param}, localns)
+        model, unpack, ctx_param, hints = signature_model(f, tool_name, {reply_param}, localns, ToolContext)
         return Tool(
             f,
             name=tool_name,

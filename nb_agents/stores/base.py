@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from ..types import SessionSnapshot
+from ..types import SessionSnapshot, ToolResume
 
 __all__ = [
     "AuditRecord",
@@ -34,6 +34,7 @@ __all__ = [
     "ResumeClaim",
     "SessionStore",
     "SnapshotMutator",
+    "audit_records",
     "effective_status",
     "now_iso",
     "pick_leaf",
@@ -124,6 +125,42 @@ class AuditRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def audit_records(resume: ToolResume, session_id: str, parent_id: str, child_id: str) -> list[AuditRecord]:
+    """One record per answer in `resume`, which resumed `parent_id` as `child_id`."""
+    meta = resume.metadata if isinstance(resume.metadata, dict) else {}
+    by = meta.get("answeredBy")
+    at = now_iso()
+    records: list[AuditRecord] = []
+    for part in resume.respond:
+        if part.tool_response is not None:
+            tr = part.tool_response
+            records.append(
+                AuditRecord(
+                    session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by
+                )
+            )
+    for part in resume.restart:
+        if part.tool_request is not None:
+            rq = part.tool_request
+            pmeta = part.metadata or {}
+            replaced = rq.input if "replacedInput" in pmeta else None
+            records.append(
+                AuditRecord(
+                    session_id,
+                    parent_id,
+                    child_id,
+                    rq.name,
+                    rq.ref,
+                    "restart",
+                    pmeta.get("resumed"),
+                    replaced,
+                    at,
+                    by,
+                )
+            )
+    return records
 
 
 @runtime_checkable

@@ -1,0 +1,104 @@
+"""Resolving an `AgentInit` into the session a turn starts from.
+
+State ownership is checked here (state to a store-backed agent, ids to a
+store-less one, a snapshot of another session) and the resumable-snapshot rule
+of DESIGN.md applied: ``completed``, ``failed`` and ``aborted`` snapshots
+continue; ``pending``, ``aborting`` and ``expired`` ones do not, and a session
+id walks back over them to the nearest snapshot that can.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from .errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
+from .session import Session
+from .stores.base import SessionStore
+from .types import AgentInit, SessionSnapshot
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["RESUMABLE_STATUSES", "PreTurnFailureError", "load_session", "resumable", "walk_back"]
+
+RESUMABLE_STATUSES = ("completed", "failed", "aborted")
+
+
+def resumable(snap: SessionSnapshot) -> bool:
+    """Whether a turn may continue from `snap` (DESIGN.md: completed, failed, aborted)."""
+    return (snap.status or "completed") in RESUMABLE_STATUSES and snap.state is not None
+
+
+class PreTurnFailureError(Exception):
+    """A failure found before any turn ran: answered in-band, not thrown."""
+
+    def __init__(self, error: NbAgentsError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+async def load_session(agent: Agent, init: AgentInit) -> tuple[Session, str | None]:
+    """The session an invocation starts from, and the snapshot it continues.
+
+    Raises the misuse errors (thrown, as in Genkit) directly, and wraps the
+    pre-turn failures (an unknown or unresumable snapshot, answered as a
+    graceful ``failed`` output) in `PreTurnFailureError`.
+    """
+    store, name = agent.store, agent.name
+    if init.state is not None and store is not None:
+        raise FailedPreconditionError(
+            f"Cannot send 'state' to agent '{name}': this agent uses a server-managed store. "
+            "Send 'snapshotId' or 'sessionId' instead."
+        )
+    if (init.snapshot_id or init.session_id is not None) and store is None:
+        which = "snapshotId" if init.snapshot_id else "sessionId"
+        raise FailedPreconditionError(
+            f"Cannot use '{which}' with agent '{name}': this agent has no store configured "
+            "(client-managed state). Send 'state' instead."
+        )
+    if init.session_id is not None and not init.session_id:
+        raise InvalidArgumentError("sessionId must be a non-empty string")
+    if store is None:
+        state = init.state
+        if state is None:
+            return Session(str(uuid.uuid4())), None
+        state = agent.verify_state(state)
+        return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
+    if init.snapshot_id:
+        snap = await store.get_snapshot(init.snapshot_id)
+        if snap is None:
+            raise PreTurnFailureError(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
+        if init.session_id and snap.session_id != init.session_id:
+            raise InvalidArgumentError(
+                f"Snapshot {snap.snapshot_id} does not belong to session {init.session_id} "
+                f"(it belongs to {snap.session_id})."
+            )
+        if not resumable(snap):
+            raise PreTurnFailureError(
+                FailedPreconditionError(
+                    f"Snapshot {snap.snapshot_id} is not resumable (status: {snap.status}). "
+                    "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
+                )
+            )
+        assert snap.state is not None
+        return Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())), snap.snapshot_id
+    if init.session_id:
+        snap = await walk_back(store, init.session_id)
+        if snap is None:
+            return Session(init.session_id), None
+        assert snap.state is not None
+        return Session.from_state(snap.state, init.session_id), snap.snapshot_id
+    return Session(str(uuid.uuid4())), None
+
+
+async def walk_back(store: SessionStore, session_id: str) -> SessionSnapshot | None:
+    """The session's leaf, or its nearest ancestor that a turn may continue."""
+    snap = await store.get_latest(session_id)
+    seen: set[str] = set()
+    while snap is not None and not resumable(snap):
+        if snap.snapshot_id in seen:
+            raise FailedPreconditionError(f"Snapshot lineage of session {session_id} has a cycle.")
+        seen.add(snap.snapshot_id)
+        snap = await store.get_snapshot(snap.parent_id) if snap.parent_id else None
+    return snap
