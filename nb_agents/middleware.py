@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .interrupts import Interrupt, respond_part, restart_part
+from .interrupts import Interrupt, respond_part
+from .responses import AgentInterrupt
 from .resume import APPROVAL_PREFIX
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
@@ -38,19 +39,8 @@ def _approved(resumed: Any) -> bool:
     return resumed.get("toolApproved") is True or resumed.get("tool_approved") is True
 
 
-class ApprovalHold:
-    """A claim on a tool call held by `ToolApproval`."""
-
-    def __init__(self, part: Part) -> None:
-        assert part.tool_request is not None
-        self.part = part
-        self.name = part.tool_request.name
-        self.ref = part.tool_request.ref
-        self.input = part.tool_request.input
-
-    def approve(self) -> Part:
-        """Let the call run: a restart with ``resumed.toolApproved = true``."""
-        return restart_part(self.part, resumed={"toolApproved": True})
+class ApprovalHold(AgentInterrupt):
+    """A claim on a tool call held by `ToolApproval`: approve it or deny it."""
 
     def deny(self, output: Any = None) -> Part:
         """Refuse the call: a respond whose output the model sees instead."""
@@ -59,9 +49,6 @@ class ApprovalHold:
         return respond_part(self.part, output)
 
     respond = deny
-
-    def __repr__(self) -> str:
-        return f"ApprovalHold(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"
 
 
 class ToolApproval(Middleware):

@@ -55,9 +55,8 @@ class AgentInterrupt:
         return restart_part(self.part, resumed={"toolApproved": True})
 
     def __repr__(self) -> str:
-        return (
-            f"AgentInterrupt(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
-        )
+        kind = type(self).__name__
+        return f"{kind}(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
 
 
 class AgentResponse:

@@ -34,6 +34,7 @@ __all__ = [
     "ResumeClaim",
     "SessionStore",
     "SnapshotMutator",
+    "apply_mutator",
     "audit_records",
     "effective_status",
     "now_iso",
@@ -75,6 +76,21 @@ def with_effective_status(snap: SessionSnapshot | None) -> SessionSnapshot | Non
         return None
     status = effective_status(snap)
     return snap if status == snap.status else snap.model_copy(update={"status": status})
+
+
+def apply_mutator(
+    snapshot_id: str, current: SessionSnapshot | None, mutator: SnapshotMutator
+) -> SessionSnapshot | None:
+    """Run a save's mutator with the rules every store shares: the store owns
+    the id, and a row keeps the session it was created in."""
+    new = mutator(current)
+    if new is None:
+        return None
+    if new.snapshot_id != snapshot_id:
+        new = new.model_copy(update={"snapshot_id": snapshot_id})
+    if current is not None and current.session_id and new.session_id != current.session_id:
+        new = new.model_copy(update={"session_id": current.session_id})
+    return new
 
 
 def pick_leaf(snaps: Iterable[SessionSnapshot]) -> SessionSnapshot | None:

@@ -38,7 +38,7 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from ..types import SessionSnapshot
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, pick_leaf, with_effective_status
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pick_leaf, with_effective_status
 
 if sys.platform != "win32":
     import fcntl
@@ -208,13 +208,9 @@ class FileSessionStore:
     def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
         with self._locked(exclusive=True):
             current = self._load(snapshot_id)
-            new = mutator(current)
+            new = apply_mutator(snapshot_id, current, mutator)
             if new is None:
                 return None
-            if new.snapshot_id != snapshot_id:
-                new = new.model_copy(update={"snapshot_id": snapshot_id})
-            if current is not None and current.session_id and new.session_id != current.session_id:
-                new = new.model_copy(update={"session_id": current.session_id})
             _write_json(self._snapshot_path(snapshot_id), new.to_wire())
             if new.session_id:
                 self._index(new)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Sequence
 
 from ..types import SessionSnapshot
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, pick_leaf, with_effective_status
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pick_leaf, with_effective_status
 
 __all__ = ["InMemorySessionStore"]
 
@@ -44,13 +44,9 @@ class InMemorySessionStore:
     async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
         with self._lock:
             current = self._rows.get(snapshot_id)
-            new = mutator(current)
+            new = apply_mutator(snapshot_id, current, mutator)
             if new is None:
                 return None
-            if new.snapshot_id != snapshot_id:
-                new = new.model_copy(update={"snapshot_id": snapshot_id})
-            if current is not None and current.session_id and new.session_id != current.session_id:
-                new = new.model_copy(update={"session_id": current.session_id})
             self._rows[snapshot_id] = new
             if new.session_id:
                 self._by_session.setdefault(new.session_id, {})[snapshot_id] = None

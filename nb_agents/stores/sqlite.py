@@ -32,7 +32,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..errors import FailedPreconditionError
 from ..types import Message, SessionSnapshot, SessionState
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, with_effective_status
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, with_effective_status
 
 __all__ = ["SqliteSessionStore"]
 
@@ -266,13 +266,9 @@ class SqliteSessionStore:
             row: _Row | None = conn.execute(_BY_ID, (snapshot_id,)).fetchone()
             current = self._decode(conn, row) if row is not None else None
             old = list(current.state.messages) if current is not None and current.state is not None else []
-            new = mutator(current)
+            new = apply_mutator(snapshot_id, current, mutator)
             if new is None:
                 return None
-            if new.snapshot_id != snapshot_id:
-                new = new.model_copy(update={"snapshot_id": snapshot_id})
-            if current is not None and current.session_id and new.session_id != current.session_id:
-                new = new.model_copy(update={"session_id": current.session_id})
             seq, rev, messages = self._write(conn, row, old, new)
         if messages is not None:
             self._cache.put(seq, rev, messages)
