@@ -198,7 +198,7 @@ class Chat:
         return self._absorb(inp, out, custom)
 
     def _absorb(self, inp: AgentInput, out: AgentOutput, custom: Any) -> AgentResponse:
-        res = AgentResponse(out, custom=custom)
+        res = AgentResponse(out, custom=custom, chat=self)
         if out.finish_reason == "failed":
             err = out.error
             raise AgentError(

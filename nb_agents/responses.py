@@ -72,10 +72,12 @@ class AgentResponse:
         state: The full state blob (client-managed agents).
         custom: The custom state after the turn.
         artifacts: The session's artifacts.
+        chat: The `Chat` that produced the response (None for a bare output).
     """
 
-    def __init__(self, raw: AgentOutput, *, custom: Any = None) -> None:
+    def __init__(self, raw: AgentOutput, *, custom: Any = None, chat: Any = None) -> None:
         self.raw = raw
+        self.chat = chat  # the Chat that produced it: what a notebook form resumes
         self.message = raw.message
         self.finish_reason = raw.finish_reason or "unknown"
         self.snapshot_id = raw.snapshot_id
