@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from . import _sync
 from .chat import AgentInterrupt, Chat
 from .connection import AgentConnection
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, PermissionDeniedError
 from .generate import PromptTurn
 from .middleware import Middleware
 from .models.base import Model
@@ -117,12 +117,12 @@ class Agent:
         return state.model_copy(update={"signature": self._signature(state)})
 
     def verify_state(self, state: SessionState) -> SessionState:
-        """Reject a state blob whose signature is missing or wrong."""
+        """Reject a state blob whose signature is missing or wrong (PERMISSION_DENIED)."""
         if self._secret is None:
             return state
         given = getattr(state, "signature", None)
         if not isinstance(given, str) or not hmac.compare_digest(given, self._signature(state)):
-            raise InvalidArgumentError(
+            raise PermissionDeniedError(
                 f"The state sent to agent '{self.name}' is unsigned or was modified; "
                 "send back the state exactly as the last output returned it."
             )

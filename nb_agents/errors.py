@@ -7,6 +7,7 @@ Every error nb_agents raises derives from one root and carries a Genkit status
     ├── InvalidArgumentError         INVALID_ARGUMENT: bad input, rejected resume
     ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
+    ├── PermissionDeniedError        PERMISSION_DENIED: a forged or unsigned state blob
     ├── AbortedError                 ABORTED: the turn was aborted
     ├── InternalError                INTERNAL: a tool or the model raised
     └── AgentError                   a turn ended with finish reason "failed"
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidArgumentError",
     "NbAgentsError",
     "NotFoundError",
+    "PermissionDeniedError",
     "error_for_status",
     "error_info",
 ]
@@ -83,6 +85,13 @@ class NotFoundError(NbAgentsError):
     status = "NOT_FOUND"
 
 
+class PermissionDeniedError(NbAgentsError):
+    """The caller may not do this: e.g. a client-managed state blob that was
+    modified, or sent without the signature the agent's ``state_secret`` requires."""
+
+    status = "PERMISSION_DENIED"
+
+
 class AbortedError(NbAgentsError):
     """The turn was aborted before it finished."""
 
@@ -126,7 +135,14 @@ class AgentError(NbAgentsError):
 
 _BY_STATUS: dict[str, type[NbAgentsError]] = {
     cls.status: cls
-    for cls in (InvalidArgumentError, FailedPreconditionError, NotFoundError, AbortedError, InternalError)
+    for cls in (
+        InvalidArgumentError,
+        FailedPreconditionError,
+        NotFoundError,
+        PermissionDeniedError,
+        AbortedError,
+        InternalError,
+    )
 }
 
 

@@ -1,0 +1,409 @@
+"""`remote_agent`: an agent served over HTTP, driven with the same API as a local one.
+
+The client speaks Genkit's agent protocol, as Genkit's JS ``remoteAgent`` does, so it
+drives an nb_agents server (`nb_agents.server.create_app`), Genkit's express
+handler, Go's ``AgentRoutes`` or Python's ``serve_agent`` alike:
+
+* every turn is one streamed POST of ``{"data": AgentInput, "init": AgentInit}``;
+  `nb_agents.Chat` picks the init as the JS client does (the snapshot id if it has
+  one, else the last state blob *verbatim*, unknown fields such as ``signature``
+  included, else what the chat was created with);
+* frames ``data: {"message"}`` are applied live, the turn ends on ``data:
+  {"result"}``; an error frame (``data: {"error"}``, express's ``error:`` form,
+  FastAPI's nested one) or a non-200 answer raises the `NbAgentsError` of its
+  status; a stream that ends with neither raises instead of waiting forever;
+* ``getSnapshot`` and ``abort`` are plain JSON POSTs to ``{url}/getSnapshot`` and
+  ``{url}/abort`` (or the URLs given).
+
+Aborting a turn (``turn.abort()``, ``chat.abort()``) closes its connection, which
+aborts the turn on the server; the response resolves with finish reason
+``aborted``, as a local one does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import httpx
+
+from . import _sync
+from .agent import _init as make_init
+from .chat import Chat
+from .errors import InvalidArgumentError, NbAgentsError, NotFoundError, error_for_status
+from .session import ChunkSink
+from .types import (
+    AgentInit,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    Message,
+    Part,
+    SessionSnapshot,
+    SessionState,
+)
+
+__all__ = ["HeadersOption", "RemoteAgent", "iter_frames", "remote_agent"]
+
+HeadersOption = Mapping[str, str] | Callable[[], Mapping[str, str] | Awaitable[Mapping[str, str]]] | None
+"""Headers for every request: a mapping, or a (sync or async) function called per request."""
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn may think for minutes between chunks
+
+_STATUS_FOR_HTTP = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    413: "RESOURCE_EXHAUSTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_STATUS_PREFIX = re.compile(r"^([A-Z][A-Z_]+): (.*)$", re.DOTALL)
+
+
+class RemoteAgent:
+    """An agent behind a URL, with the chat, run and snapshot API of a local `Agent`.
+
+    Build it with `remote_agent`. It satisfies what `Chat` needs of an agent, so
+    ``remote.chat()`` gives the usual `Chat` (``send``, ``resume``, streaming,
+    ``detach``, ``abort`` and their ``_sync`` twins).
+
+    Attributes:
+        name: The agent's name (the last path segment of `url` unless given).
+        url: The turn endpoint.
+        get_snapshot_url: The getSnapshot companion.
+        abort_url: The abort companion.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: HeadersOption = None,
+        client: httpx.AsyncClient | None = None,
+        get_snapshot_url: str | None = None,
+        abort_url: str | None = None,
+        name: str | None = None,
+        timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.url = url
+        self.get_snapshot_url = get_snapshot_url or f"{url.rstrip('/')}/getSnapshot"
+        self.abort_url = abort_url or f"{url.rstrip('/')}/abort"
+        self.name = name or httpx.URL(url).path.rstrip("/").rsplit("/", 1)[-1] or url
+        self._headers = headers
+        self._client = client
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"RemoteAgent(name={self.name!r}, url={self.url!r})"
+
+    # -- plumbing ---------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._client is not None:
+            yield self._client
+            return
+        # a client per call: a shared one would be bound to whichever event loop used it
+        # first, and the _sync twins run on a loop of their own
+        async with httpx.AsyncClient(timeout=self._timeout) as client:
+            yield client
+
+    async def _request_headers(self) -> dict[str, str]:
+        option = self._headers
+        if option is None:
+            return {}
+        if callable(option):
+            value = option()
+            resolved = await value if inspect.isawaitable(value) else value
+            return dict(resolved)
+        return dict(option)
+
+    async def _call(self, url: str, data: dict[str, Any]) -> Any:
+        """A plain JSON POST of ``{"data": data}``; the ``result`` it answers."""
+        headers = await self._request_headers()
+        try:
+            async with self._http() as client:
+                resp = await client.post(url, json={"data": data}, headers=headers)
+        except httpx.TransportError as exc:
+            raise _unreachable(url, exc) from exc
+        if resp.status_code != 200:
+            raise http_error(resp.status_code, resp.content, url)
+        try:
+            payload = resp.json()
+        except ValueError:
+            raise NbAgentsError(f"{url} answered with a body that is not JSON", status="INTERNAL") from None
+        if isinstance(payload, dict) and "error" in payload and "result" not in payload:
+            raise frame_error(payload["error"])
+        return payload.get("result") if isinstance(payload, dict) else None
+
+    # -- turns ------------------------------------------------------------------------
+    async def _invoke(
+        self,
+        inp: AgentInput,
+        init: AgentInit,
+        *,
+        on_chunk: ChunkSink | None = None,
+        abort_signal: asyncio.Event | None = None,
+    ) -> AgentOutput:
+        body = {"data": inp.to_wire(), "init": init.to_wire()}
+        reader = asyncio.ensure_future(self._stream_turn(body, on_chunk))
+        waiter = asyncio.ensure_future((abort_signal or asyncio.Event()).wait())
+        try:
+            done, _ = await asyncio.wait({reader, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if reader in done:
+                return reader.result()
+        finally:
+            waiter.cancel()
+            if not reader.done():
+                # closing the connection is how a client aborts a turn over HTTP
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+        state = init.state
+        session_id = init.session_id or (state.session_id if state is not None else None)
+        return AgentOutput(
+            finish_reason="aborted", snapshot_id=init.snapshot_id, session_id=session_id, state=state
+        )
+
+    async def _stream_turn(self, body: dict[str, Any], on_chunk: ChunkSink | None) -> AgentOutput:
+        headers = {"Accept": "text/event-stream", **await self._request_headers()}
+        try:
+            async with (
+                self._http() as client,
+                client.stream("POST", self.url, json=body, headers=headers) as resp,
+            ):
+                if resp.status_code != 200:
+                    raise http_error(resp.status_code, await resp.aread(), self.url)
+                if resp.headers.get("content-type", "").startswith("application/json"):
+                    frames: AsyncIterator[dict[str, Any]] = _single(json.loads(await resp.aread()))
+                else:
+                    frames = iter_frames(resp.aiter_lines())
+                async for event in frames:
+                    if "message" in event:
+                        if on_chunk is not None:
+                            await on_chunk(AgentStreamChunk.model_validate(event["message"]))
+                    elif "result" in event:
+                        return AgentOutput.model_validate(event["result"])
+                    elif "error" in event:
+                        raise frame_error(event["error"])
+                    else:
+                        raise NbAgentsError(
+                            f"{self.url} sent a frame this client does not know: {json.dumps(event)[:200]}",
+                            status="INTERNAL",
+                        )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+        raise NbAgentsError(
+            f"the agent at {self.url} closed the stream without a result or an error frame; "
+            "the outcome of the turn is unknown (read its snapshot to find out)",
+            status="UNAVAILABLE",
+        )
+
+    def chat(
+        self,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+    ) -> Chat:
+        """A `Chat` with the remote agent, tracking its session from turn to turn.
+
+        Example:
+            >>> remote = remote_agent("http://127.0.0.1:8000/bankingAgent")
+            >>> chat = remote.chat()
+            >>> res = chat.send_sync("Transfer $500 to savings")      # doctest: +SKIP
+        """
+        return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
+
+    async def run(
+        self,
+        input: AgentInput | str | None = None,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
+    ) -> AgentOutput:
+        """Run one turn (the Go-shaped API); a failed turn is returned in-band."""
+        inp = (
+            input
+            if isinstance(input, AgentInput)
+            else AgentInput(message=Message(role="user", content=[Part(text=input or "")]))
+        )
+        return await self._invoke(inp, make_init(snapshot_id, session_id, state), on_chunk=on_chunk)
+
+    async def run_text(self, text: str, **kwargs: Any) -> AgentOutput:
+        """Run one turn with a user text message."""
+        return await self.run(text, **kwargs)
+
+    # -- companions -------------------------------------------------------------------
+    async def get_snapshot(
+        self, snapshot_id: str | None = None, *, session_id: str | None = None
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's latest one; None if the server has none."""
+        if (snapshot_id is None) == (session_id is None):
+            raise InvalidArgumentError("get_snapshot needs exactly one of snapshot_id and session_id")
+        lookup = {"snapshotId": snapshot_id} if snapshot_id is not None else {"sessionId": session_id}
+        try:
+            result = await self._call(self.get_snapshot_url, lookup)
+        except NotFoundError:
+            return None
+        return SessionSnapshot.model_validate(result) if result is not None else None
+
+    async def abort(self, snapshot_id: str) -> str | None:
+        """Abort a pending (detached) snapshot; its previous status, None if unknown."""
+        result = await self._call(self.abort_url, {"snapshotId": snapshot_id})
+        status = result.get("status") if isinstance(result, dict) else None
+        return status if isinstance(status, str) else None
+
+    # -- sync twins -------------------------------------------------------------------
+    def run_sync(self, input: AgentInput | str | None = None, **kwargs: Any) -> AgentOutput:
+        return _sync.run(self.run(input, **kwargs))
+
+    def run_text_sync(self, text: str, **kwargs: Any) -> AgentOutput:
+        return _sync.run(self.run_text(text, **kwargs))
+
+    def get_snapshot_sync(
+        self, snapshot_id: str | None = None, *, session_id: str | None = None
+    ) -> SessionSnapshot | None:
+        return _sync.run(self.get_snapshot(snapshot_id, session_id=session_id))
+
+    def abort_sync(self, snapshot_id: str) -> str | None:
+        return _sync.run(self.abort(snapshot_id))
+
+
+def remote_agent(
+    url: str,
+    *,
+    headers: HeadersOption = None,
+    client: httpx.AsyncClient | None = None,
+    get_snapshot_url: str | None = None,
+    abort_url: str | None = None,
+    name: str | None = None,
+    timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
+) -> RemoteAgent:
+    """An agent served at `url` (by nb_agents or by Genkit), with the local chat API.
+
+    Args:
+        url: The agent's turn endpoint, e.g. ``http://127.0.0.1:8000/bankingAgent``.
+        headers: Headers for every request: a mapping, or a function (sync or
+            async) called per request, e.g. to refresh a bearer token.
+        client: An `httpx.AsyncClient` to send with (its own settings apply; use
+            it from one event loop). By default each call opens its own.
+        get_snapshot_url: Defaults to ``{url}/getSnapshot``.
+        abort_url: Defaults to ``{url}/abort``.
+        name: The agent's name; defaults to the last segment of the URL path.
+        timeout: For the default clients: connect and write timeouts; reads
+            wait as long as the turn takes.
+
+    Example:
+        >>> import nb_agents as nba
+        >>> remote = nba.remote_agent("http://127.0.0.1:8000/bankingAgent")
+        >>> remote.name, remote.abort_url
+        ('bankingAgent', 'http://127.0.0.1:8000/bankingAgent/abort')
+    """
+    return RemoteAgent(
+        url,
+        headers=headers,
+        client=client,
+        get_snapshot_url=get_snapshot_url,
+        abort_url=abort_url,
+        name=name,
+        timeout=timeout,
+    )
+
+
+# -- the wire --------------------------------------------------------------------------
+async def iter_frames(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of an agent stream, from its lines.
+
+    Reads SSE (``data: {...}`` frames ended by a blank line, several ``data`` lines
+    joined), express's ``error: {...}`` frames, and newline-delimited JSON; skips
+    comments and the ``event``/``id``/``retry`` fields.
+    """
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield _decode("\n".join(data))
+                data = []
+            continue
+        if line.startswith("{") and not data:
+            yield _decode(line)
+            continue
+        field, _, value = line.partition(":")
+        if field in ("data", "error"):
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield _decode("\n".join(data))
+
+
+async def _single(payload: Any) -> AsyncIterator[dict[str, Any]]:
+    if isinstance(payload, dict):
+        yield payload
+
+
+def _decode(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise NbAgentsError(
+            f"the agent sent a frame that is not JSON: {text[:200]!r}", status="INTERNAL"
+        ) from None
+    if not isinstance(value, dict):
+        raise NbAgentsError(
+            f"the agent sent a frame that is not a JSON object: {text[:200]!r}", status="INTERNAL"
+        )
+    return value
+
+
+def _split_status(message: str) -> tuple[str | None, str]:
+    match = _STATUS_PREFIX.match(message)
+    return (match.group(1), match.group(2)) if match else (None, message)
+
+
+def frame_error(err: Any) -> NbAgentsError:
+    """The error an error frame (or an ``{"error": ...}`` body) stands for."""
+    if isinstance(err, dict) and "status" not in err and "message" not in err and "error" in err:
+        err = err["error"]  # FastAPI nests the error once more
+    if isinstance(err, str):
+        status, message = _split_status(err)
+        return error_for_status(status or "UNKNOWN", message)
+    if not isinstance(err, dict):
+        return error_for_status("UNKNOWN", json.dumps(err))
+    status = err.get("status") if isinstance(err.get("status"), str) else None
+    message = str(err.get("message") or json.dumps(err))
+    prefixed, rest = _split_status(message)
+    if prefixed is not None and (status is None or prefixed == status):
+        status, message = prefixed, rest  # Genkit JS puts "STATUS: " in front of the message
+    return error_for_status(status or "UNKNOWN", message, err.get("details"))
+
+
+def http_error(code: int, body: bytes, url: str) -> NbAgentsError:
+    """The error a non-200 answer stands for: its ``{status, message}`` body if it has one."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        payload = json.loads(text) if text else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and any(k in payload for k in ("status", "message", "error")):
+        err = frame_error(payload)
+        if err.status == "UNKNOWN" and code in _STATUS_FOR_HTTP:
+            err = error_for_status(_STATUS_FOR_HTTP[code], err.message, err.details)
+        return err
+    status = _STATUS_FOR_HTTP.get(code, "INTERNAL" if code >= 500 else "UNKNOWN")
+    return error_for_status(status, f"{url} answered HTTP {code}" + (f": {text[:500]}" if text else ""))
+
+
+def _unreachable(url: str, exc: httpx.TransportError) -> NbAgentsError:
+    return NbAgentsError(f"could not talk to the agent at {url}: {exc!r}", status="UNAVAILABLE")

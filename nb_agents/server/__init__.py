@@ -1,0 +1,17 @@
+"""Serve agents over HTTP with Genkit's agent protocol (needs the ``server`` extra).
+
+`create_app` builds a Starlette ASGI app (`nb_agents.server.app`); the
+``nb-agents serve module:agent`` command runs one under uvicorn
+(`nb_agents.server.cli`). Genkit's own clients (JS ``remoteAgent``, Python
+``remote_agent``) and `nb_agents.remote_agent` drive it.
+
+Example:
+    >>> import nb_agents as nba
+    >>> from nb_agents.server import create_app
+    >>> from nb_agents.testing import FunctionModel
+    >>> app = create_app([nba.define_agent("echo", model=FunctionModel(lambda req: "hi"))])
+"""
+
+from .app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTS, create_app
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]

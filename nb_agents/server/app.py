@@ -1,0 +1,214 @@
+"""`create_app`: agents served over HTTP with Genkit's agent protocol.
+
+Per agent, relative to ``prefix``:
+
+* ``POST /{name}``: one turn. Body ``{"data": AgentInput, "init": AgentInit}``;
+  streamed as SSE when the ``Accept`` header includes ``text/event-stream`` or
+  the query has ``stream=true`` (see `nb_agents.server.turn`), else
+  ``200 {"result": AgentOutput}``. Genkit FastAPI's ``?session_id=`` shortcut
+  and snake_case keys are accepted.
+* ``POST /{name}/getSnapshot``: ``{"data": {"snapshotId"} | {"sessionId"}}`` ->
+  ``{"result": SessionSnapshot}``; 404 ``NOT_FOUND`` for an unknown one.
+* ``POST /{name}/abort``: ``{"data": {"snapshotId"}}`` ->
+  ``{"result": {"snapshotId", "status"?}}``, the status the snapshot had before
+  (omitted when the snapshot is unknown).
+* ``GET /``: the agents served, each with Genkit's ``metadata.agent``.
+
+The two companions exist only for agents with a store, as in Genkit. Every
+request is bounded before it reaches an agent (`nb_agents.server.request`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
+
+from ..agent import Agent
+from ..errors import NbAgentsError, NotFoundError
+from ..types import AgentInit, AgentInput
+from .errors import RequestError, error_response, redact
+from .request import count_parts, parse_envelope, read_body, validate
+from .turn import TurnResponse
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_PARTS = 4096
+
+Endpoint = Callable[[Request], Awaitable[ASGIApp]]
+
+
+def create_app(
+    agents: Agent | Iterable[Agent],
+    *,
+    prefix: str = "",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_parts: int = DEFAULT_MAX_PARTS,
+    debug: bool = False,
+) -> Starlette:
+    """An ASGI app serving `agents` with Genkit's agent HTTP protocol.
+
+    Args:
+        agents: One agent or several (names must be unique).
+        prefix: A path prefix for every route, e.g. ``"/api"``.
+        max_body_bytes: The largest request body accepted (413 beyond it).
+        max_parts: The most parts one request may carry: its message, its
+            resume answers and its client-managed state blob together (400
+            beyond it).
+        debug: Send tracebacks of failed turns and server errors to clients.
+            Leave it off for anything reachable by others.
+
+    Example:
+        >>> import nb_agents as nba
+        >>> from nb_agents.server import create_app
+        >>> from nb_agents.testing import FunctionModel
+        >>> agent = nba.define_agent("echo", model=FunctionModel(lambda req: "hi"))
+        >>> app = create_app(agent)       # then: uvicorn.run(app, host="127.0.0.1")
+        >>> [route.path for route in app.routes]
+        ['/', '/echo']
+    """
+    served = [agents] if isinstance(agents, Agent) else list(agents)
+    for agent in served:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"create_app serves nb_agents.Agent objects, got {type(agent).__name__}")
+    names = [a.name for a in served]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"two agents share the name {duplicates[0]!r}; each needs its own route")
+    if max_body_bytes <= 0 or max_parts <= 0:
+        raise ValueError("max_body_bytes and max_parts must be positive")
+    base = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    served_names = ", ".join(names) or "(none)"
+
+    def guarded(fn: Endpoint) -> Endpoint:
+        async def endpoint(request: Request) -> ASGIApp:
+            try:
+                return await fn(request)
+            except NbAgentsError as exc:
+                return error_response(exc, debug=debug)
+
+        return endpoint
+
+    async def listing(request: Request) -> ASGIApp:
+        return JSONResponse({"agents": [_describe(a, base) for a in served]})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            message = (
+                f"no route {request.method} {request.url.path}; this server serves agents: {served_names}"
+            )
+            return JSONResponse({"status": "NOT_FOUND", "message": message}, status_code=404)
+        if exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}; use POST"
+            headers = dict(exc.headers or {})
+            body = {"status": "UNIMPLEMENTED", "message": message}
+            return JSONResponse(body, status_code=405, headers=headers)
+        return JSONResponse({"status": "UNKNOWN", "message": exc.detail}, status_code=exc.status_code)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return error_response(exc, debug=debug)
+
+    routes: list[BaseRoute] = [Route(base + "/", listing, methods=["GET"])]
+    for agent in served:
+        path = f"{base}/{agent.name}"
+        verbs = _AgentRoutes(agent, max_body_bytes=max_body_bytes, max_parts=max_parts, debug=debug)
+        routes.append(Route(path, guarded(verbs.turn), methods=["POST"]))
+        if agent.store is not None:
+            routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
+            routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
+    app.state.agents = {a.name: a for a in served}
+    return app
+
+
+def _describe(agent: Agent, base: str) -> dict[str, Any]:
+    """An agent as the listing shows it, with Genkit's action metadata."""
+    out: dict[str, Any] = {"key": f"/agent/{agent.name}", "name": agent.name, "path": f"{base}/{agent.name}"}
+    if agent.description:
+        out["description"] = agent.description
+    managed = agent.state_management
+    out["metadata"] = {"agent": {"stateManagement": managed, "abortable": agent.store is not None}}
+    return out
+
+
+def _wants_stream(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "text/event-stream" in accept or request.query_params.get("stream", "").lower() == "true"
+
+
+def _id_field(data: dict[str, Any], camel: str, snake: str) -> str | None:
+    value = data.get(camel, data.get(snake))
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"'{camel}' must be a non-empty string")
+    return value
+
+
+class _AgentRoutes:
+    """The three POST endpoints of one agent."""
+
+    def __init__(self, agent: Agent, *, max_body_bytes: int, max_parts: int, debug: bool) -> None:
+        self.agent = agent
+        self.max_body_bytes = max_body_bytes
+        self.max_parts = max_parts
+        self.debug = debug
+
+    async def _data(self, request: Request) -> tuple[dict[str, Any], Any]:
+        body = parse_envelope(await read_body(request, self.max_body_bytes))
+        return body, body["data"]
+
+    async def turn(self, request: Request) -> ASGIApp:
+        body, data = await self._data(request)
+        parts = count_parts(body)
+        if parts > self.max_parts:
+            raise RequestError(
+                f"the request carries {parts} parts (message, resume answers and state together); "
+                f"this server accepts at most {self.max_parts} (max_parts)"
+            )
+        inp = validate(AgentInput, data, "data")
+        raw_init = body.get("init")
+        init = AgentInit() if raw_init is None else validate(AgentInit, raw_init, "init")
+        query_session = request.query_params.get("session_id")
+        if query_session and not init.session_id:
+            # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
+            init = init.model_copy(update={"session_id": query_session})
+        return TurnResponse(self.agent, inp, init, streaming=_wants_stream(request), debug=self.debug)
+
+    async def get_snapshot(self, request: Request) -> ASGIApp:
+        _, data = await self._data(request)
+        if not isinstance(data, dict):
+            raise RequestError(
+                'getSnapshot takes {"data": {"snapshotId": "..."}} or {"data": {"sessionId": "..."}}'
+            )
+        snapshot_id = _id_field(data, "snapshotId", "snapshot_id")
+        session_id = _id_field(data, "sessionId", "session_id")
+        if (snapshot_id is None) == (session_id is None):
+            raise RequestError("getSnapshot needs exactly one of 'snapshotId' and 'sessionId'")
+        snap = await self.agent.get_snapshot(snapshot_id, session_id=session_id)
+        if snap is None:
+            what = f"Snapshot {snapshot_id}" if snapshot_id else f"Session {session_id}"
+            raise NotFoundError(f"{what} not found.")
+        return JSONResponse({"result": redact(snap.to_wire(), debug=self.debug)})
+
+    async def abort(self, request: Request) -> ASGIApp:
+        _, data = await self._data(request)
+        snapshot_id = _id_field(data, "snapshotId", "snapshot_id") if isinstance(data, dict) else None
+        if snapshot_id is None:
+            raise RequestError('abort takes {"data": {"snapshotId": "..."}}')
+        previous = await self.agent.abort(snapshot_id)
+        result: dict[str, Any] = {"snapshotId": snapshot_id}
+        if previous is not None:
+            result["status"] = previous
+        return JSONResponse({"result": result})

@@ -1,0 +1,178 @@
+"""The ``nb-agents`` command: ``nb-agents serve module:attr`` runs agents under uvicorn.
+
+``attr`` names an `Agent`, a list (or tuple) of agents, or a ready ASGI app. The
+target is imported with the current directory on ``sys.path``, as uvicorn does;
+``path/to/app.py:agent`` works too.
+
+``--store URL`` gives every store-backed agent that store in place of the one it
+was defined with, so a demo defined on ``InMemorySessionStore()`` can be served
+on SQLite unchanged. Client-managed agents (no store) are left as they are: a
+store would change the protocol their clients speak. URLs: ``memory://``,
+``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy style), and
+``file://DIR`` (``file:///srv/sessions`` is absolute, ``file://sessions`` relative).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..agent import Agent
+from ..stores import FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
+from .app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTS, create_app
+
+__all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
+
+
+class CliError(Exception):
+    """A command-line mistake, reported as one line without a traceback."""
+
+
+def parse_store_url(url: str) -> SessionStore:
+    """The store a ``--store`` URL names.
+
+    Example:
+        >>> type(parse_store_url("memory://")).__name__
+        'InMemorySessionStore'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise CliError(f"--store {url!r} is not a URL; use memory://, sqlite:///PATH.db or file://DIR")
+    if scheme == "memory":
+        return InMemorySessionStore()
+    if scheme == "sqlite":
+        path = rest[1:] if rest.startswith("/") else rest
+        if not path:
+            raise CliError("--store sqlite:/// needs a file path, e.g. sqlite:///agents.db")
+        return SqliteSessionStore(path)
+    if scheme == "file":
+        if not rest:
+            raise CliError("--store file:// needs a directory, e.g. file:///srv/sessions")
+        return FileSessionStore(rest)
+    raise CliError(
+        f"--store scheme {scheme!r} is not supported; use memory://, sqlite:///PATH.db or file://DIR"
+    )
+
+
+def load_target(spec: str) -> Any:
+    """Import ``module:attr`` (or ``path/to/file.py:attr``) and return the attribute."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"{spec!r} is not of the form module:attribute (e.g. bank:agent)")
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            if not path.is_file():
+                raise CliError(f"no file {module_name}")
+            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[path.stem] = module
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(f"could not import {module_name!r}: {exc}") from exc
+    value: Any = module
+    for step in attr.split("."):
+        if not hasattr(value, step):
+            raise CliError(f"module {module_name!r} has no attribute {attr!r}")
+        value = getattr(value, step)
+    return value
+
+
+def build_app(
+    target: Any,
+    *,
+    store: str | None = None,
+    prefix: str = "",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_parts: int = DEFAULT_MAX_PARTS,
+    debug: bool = False,
+) -> tuple[Any, list[Agent]]:
+    """The ASGI app to serve for `target`, and the agents it serves (none for a ready app)."""
+    if isinstance(target, Agent):
+        agents = [target]
+    elif isinstance(target, list | tuple) and target and all(isinstance(a, Agent) for a in target):
+        agents = list(target)
+    elif callable(target) and not isinstance(target, type):
+        if store is not None:
+            raise CliError(
+                "--store applies to agents; the target is an ASGI app, so configure its stores there"
+            )
+        return target, []
+    else:
+        raise CliError(
+            f"the target is a {type(target).__name__}; expected an Agent, a list of agents or an ASGI app"
+        )
+    if store is not None:
+        backed = [a for a in agents if a.store is not None]
+        if not backed:
+            raise CliError(
+                "--store was given but no agent has a store (they all use client-managed state); "
+                "define them with store=... to serve them server-managed"
+            )
+        shared = parse_store_url(store)
+        for agent in backed:
+            agent.store = shared
+    app = create_app(agents, prefix=prefix, max_body_bytes=max_body_bytes, max_parts=max_parts, debug=debug)
+    return app, agents
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nb-agents", description="nb_agents command line")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser(
+        "serve",
+        help="serve agents over HTTP (Genkit's agent protocol)",
+        description="Serve agents over HTTP with Genkit's agent protocol, under uvicorn.",
+    )
+    serve.add_argument("target", help="module:attribute naming an Agent, a list of agents, or an ASGI app")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    serve.add_argument(
+        "--store", help="replace the store of store-backed agents: memory://, sqlite:///PATH.db or file://DIR"
+    )
+    serve.add_argument("--prefix", default="", help="path prefix for every route, e.g. /api")
+    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
+    serve.add_argument("--max-parts", type=int, default=DEFAULT_MAX_PARTS)
+    serve.add_argument(
+        "--debug", action="store_true", help="send tracebacks to clients (never in production)"
+    )
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        target = load_target(args.target)
+        app, agents = build_app(
+            target,
+            store=args.store,
+            prefix=args.prefix,
+            max_body_bytes=args.max_body_bytes,
+            max_parts=args.max_parts,
+            debug=args.debug,
+        )
+    except (CliError, ValueError) as exc:
+        print(f"nb-agents: error: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    base = f"http://{args.host}:{args.port}{'/' + args.prefix.strip('/') if args.prefix.strip('/') else ''}"
+    for agent in agents:
+        print(f"nb-agents: {agent.name} at {base}/{agent.name} ({agent.state_management}-managed state)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0

@@ -1,0 +1,117 @@
+"""Errors on the HTTP wire: Genkit status names to HTTP codes, and what a client may see.
+
+A thrown error (init misuse, a bad request, an unknown snapshot) answers with the
+HTTP code of its Genkit status and the body ``{"status", "message"}``, the shape
+Genkit's express handler sends. The codes are Genkit's (the canonical gRPC to
+HTTP table): 400 for ``INVALID_ARGUMENT`` and ``FAILED_PRECONDITION``, 403 for
+``PERMISSION_DENIED``, 404 for ``NOT_FOUND``, 500 for ``INTERNAL`` and anything
+unknown. A failed *turn* is not an error here: it is a 200 with finish reason
+``failed``.
+
+Tracebacks stay on the server: `redact` drops ``details.traceback`` from every
+error that goes out, unless the app was created with ``debug=True``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from ..errors import NbAgentsError
+
+__all__ = ["HTTP_STATUS", "RequestError", "error_body", "error_response", "http_status", "redact"]
+
+log = logging.getLogger("nb_agents.server")
+
+HTTP_STATUS: dict[str, int] = {
+    "CANCELLED": 499,
+    "UNKNOWN": 500,
+    "INVALID_ARGUMENT": 400,
+    "DEADLINE_EXCEEDED": 504,
+    "NOT_FOUND": 404,
+    "ALREADY_EXISTS": 409,
+    "PERMISSION_DENIED": 403,
+    "UNAUTHENTICATED": 401,
+    "RESOURCE_EXHAUSTED": 429,
+    "FAILED_PRECONDITION": 400,
+    "ABORTED": 409,
+    "OUT_OF_RANGE": 400,
+    "UNIMPLEMENTED": 501,
+    "INTERNAL": 500,
+    "UNAVAILABLE": 503,
+    "DATA_LOSS": 500,
+}
+"""Genkit status name -> HTTP status code."""
+
+
+def http_status(status: str | None) -> int:
+    """The HTTP code for a Genkit status name (500 when unknown)."""
+    return HTTP_STATUS.get(status or "", 500)
+
+
+class RequestError(NbAgentsError):
+    """A request rejected before it reached an agent (too big, bad JSON, bad shape).
+
+    Attributes:
+        http_code: The HTTP status to answer with, when it is not the one the
+            Genkit status implies (413 for a body over the size limit).
+    """
+
+    def __init__(
+        self, message: str, *, status: str = "INVALID_ARGUMENT", http_code: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.http_code = http_code if http_code is not None else http_status(status)
+
+
+def redact(wire: dict[str, Any], *, debug: bool) -> dict[str, Any]:
+    """`wire` (an output, a snapshot or an error) without ``error.details.traceback``."""
+    if debug:
+        return wire
+    err = wire.get("error")
+    if isinstance(err, dict):
+        return {**wire, "error": _strip(err)}
+    if "details" in wire:
+        return _strip(wire)
+    return wire
+
+
+def _strip(err: dict[str, Any]) -> dict[str, Any]:
+    details = err.get("details")
+    if not isinstance(details, dict) or "traceback" not in details:
+        return err
+    kept = {k: v for k, v in details.items() if k != "traceback"}
+    out = {k: v for k, v in err.items() if k != "details"}
+    if kept:
+        out["details"] = kept
+    return out
+
+
+def error_body(exc: BaseException, *, debug: bool) -> dict[str, Any]:
+    """``{"status", "message", "details"?}`` for a thrown error.
+
+    An exception that is not an `NbAgentsError` is a bug on the server: it is
+    logged, and the client sees only ``INTERNAL: Internal Error`` (or the
+    message and traceback with ``debug=True``).
+    """
+    if isinstance(exc, NbAgentsError):
+        return redact(exc.to_wire(), debug=debug)
+    log.error("unexpected error while serving an agent", exc_info=exc)
+    if not debug:
+        return {"status": "INTERNAL", "message": "Internal Error"}
+    import traceback
+
+    return {
+        "status": "INTERNAL",
+        "message": str(exc) or type(exc).__name__,
+        "details": {"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
+    }
+
+
+def error_response(exc: BaseException, *, debug: bool) -> JSONResponse:
+    """The HTTP response for a thrown error."""
+    body = error_body(exc, debug=debug)
+    code = exc.http_code if isinstance(exc, RequestError) else http_status(body.get("status"))
+    return JSONResponse(body, status_code=code)

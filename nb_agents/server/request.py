@@ -1,0 +1,138 @@
+"""Reading a request body within bounds, before anything reaches an agent or a store.
+
+Every check here runs on the raw request, in this order, and answers with a clear
+error naming what was wrong:
+
+* the body is larger than ``max_body_bytes``: 413, checked against
+  ``Content-Length`` and again while reading, so an oversized body is never
+  read whole;
+* the body is not a JSON object: 400 ``INVALID_ARGUMENT`` with the parser's
+  position;
+* a top-level key other than ``data`` and ``init``: 400;
+* more than ``max_parts`` parts (the input message's content, the resume
+  answers, and the parts of a client-managed state blob, counted together): 400;
+* a value that does not validate against the wire model: 400 naming the fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from .errors import RequestError
+
+__all__ = ["ENVELOPE_KEYS", "count_parts", "parse_envelope", "read_body", "validate"]
+
+M = TypeVar("M", bound=BaseModel)
+
+ENVELOPE_KEYS = ("data", "init")
+_SHOWN_ERRORS = 5
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise RequestError(f"the Content-Length header is not a number: {declared!r}") from None
+        if size > limit:
+            raise _too_large(limit, f"{size} bytes")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise _too_large(limit, "more")
+    return bytes(body)
+
+
+def _too_large(limit: int, got: str) -> RequestError:
+    return RequestError(
+        f"the request body ({got}) is larger than this server accepts ({limit} bytes, max_body_bytes); "
+        "send a smaller request",
+        status="RESOURCE_EXHAUSTED",
+        http_code=413,
+    )
+
+
+def parse_envelope(raw: bytes, *, required: Iterable[str] = ("data",)) -> dict[str, Any]:
+    """Parse ``{"data": ..., "init": ...}``; any other top-level key is an error."""
+    if not raw.strip():
+        raise RequestError('the request body is empty; send a JSON object like {"data": {...}, "init": {}}')
+    try:
+        body = json.loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+    except UnicodeDecodeError:
+        raise RequestError("the request body is not UTF-8 encoded JSON") from None
+    except json.JSONDecodeError as exc:
+        raise RequestError(
+            f"the request body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise RequestError("the request body is not valid JSON: it is nested too deeply") from None
+    if not isinstance(body, dict):
+        raise RequestError(f"the request body must be a JSON object, got {_json_kind(body)}")
+    unknown = sorted(k for k in body if k not in ENVELOPE_KEYS)
+    if unknown:
+        names = ", ".join(repr(k) for k in unknown)
+        raise RequestError(f"unknown top-level field(s) {names}; a request body has only 'data' and 'init'")
+    missing = [k for k in required if k not in body]
+    if missing:
+        raise RequestError(f"the request body has no {missing[0]!r} field")
+    return body
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _items(value: Any, *keys: str) -> list[Any]:
+    """``value[k1][k2]...`` when every step is a dict and the end is a list, else ``[]``."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return []
+        value = value.get(key)
+    return value if isinstance(value, list) else []
+
+
+def count_parts(body: dict[str, Any]) -> int:
+    """How many parts the request carries: the input's and its state blob's together."""
+    data, init = body.get("data"), body.get("init")
+    count = len(_items(data, "message", "content"))
+    count += len(_items(data, "resume", "respond")) + len(_items(data, "resume", "restart"))
+    for message in _items(init, "state", "messages"):
+        count += len(_items(message, "content"))
+    for artifact in _items(init, "state", "artifacts"):
+        count += len(_items(artifact, "parts"))
+    return count
+
+
+def validate(model: type[M], value: Any, where: str) -> M:
+    """`value` as a `model`; a validation error becomes a 400 naming the fields."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = [f"{_location(where, e['loc'])}: {e['msg']}" for e in exc.errors()[:_SHOWN_ERRORS]]
+        more = exc.error_count() - len(problems)
+        if more > 0:
+            problems.append(f"... and {more} more")
+        raise RequestError(f"invalid {where} ({model.__name__}): " + "; ".join(problems)) from None
+
+
+def _location(where: str, loc: tuple[int | str, ...]) -> str:
+    out = where
+    for step in loc:
+        out += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return out

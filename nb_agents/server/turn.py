@@ -1,0 +1,192 @@
+"""One agent turn answered over HTTP: a stream of SSE frames, or one JSON body.
+
+`TurnResponse` is an ASGI response that starts the invocation, feeds it the one
+input of the request, and answers either
+
+* streaming: ``data: {"message": <AgentStreamChunk>}`` frames, then *always* a
+  terminal ``data: {"result": <AgentOutput>}`` or ``data: {"error": {...}}``
+  frame (Genkit's JS client loops forever on a stream that ends without one); or
+* plain: ``200 {"result": <AgentOutput>}``.
+
+A thrown error while the init is resolved (init misuse, a forged state blob)
+is answered with its HTTP status and ``{"status", "message"}`` in both modes,
+so the client sees e.g. a 403, not a 200 stream; the SSE headers go out once the
+init is resolved, and a later error is the stream's terminal error frame.
+A failed turn is a 200 with finish reason ``failed``.
+
+A client that disconnects before the output aborts the turn (the invocation's
+foreground abort), exactly as Genkit's express handler does on ``close``.
+Frames carry no SSE comments or keep-alives: Genkit's JS client parses every
+frame as ``data: <json>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.types import Receive, Scope, Send
+
+from ..errors import NbAgentsError
+from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk
+from .errors import error_body, error_response, redact
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..runner import Invocation
+
+__all__ = ["SSE_HEADERS", "TurnResponse", "frame"]
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),  # no proxy buffering: chunks must arrive as they happen
+]
+_HEADER_POLL = 0.005  # seconds between checks whether the init has been resolved
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    """One SSE frame: ``data: <compact json>`` and a blank line."""
+    return b"data: " + json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+
+
+class TurnResponse:
+    """Run one turn of `agent` for an HTTP request and answer it (see the module doc).
+
+    Args:
+        agent: The local agent to run.
+        inp: The request's ``data``.
+        init: The request's ``init``.
+        streaming: Answer with SSE frames (else one JSON body).
+        debug: Keep tracebacks in what the client sees.
+    """
+
+    def __init__(
+        self, agent: Agent, inp: AgentInput, init: AgentInit, *, streaming: bool, debug: bool = False
+    ) -> None:
+        self.agent = agent
+        self.inp = inp
+        self.init = init
+        self.streaming = streaming
+        self.debug = debug
+
+    def _result(self, out: AgentOutput) -> dict[str, Any]:
+        return {"result": redact(out.to_wire(), debug=self.debug)}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        abort = asyncio.Event()
+        chunks: asyncio.Queue[AgentStreamChunk] = asyncio.Queue()
+
+        async def on_chunk(chunk: AgentStreamChunk) -> None:
+            chunks.put_nowait(chunk)
+
+        inv = self.agent.start(self.init, on_chunk=on_chunk, abort_signal=abort)
+        try:
+            inv.send(self.inp)
+        except NbAgentsError as exc:
+            inv.close()
+            await error_response(exc, debug=self.debug)(scope, receive, send)
+            return
+        output = asyncio.ensure_future(inv.output())
+
+        def client_gone() -> None:
+            # only a turn still running is aborted: a detached one goes on in the background
+            if not output.done():
+                abort.set()
+
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, client_gone))
+        try:
+            if self.streaming:
+                await self._stream(inv, output, chunks, watcher, scope, receive, send)
+            else:
+                await self._plain(output, watcher, scope, receive, send)
+        finally:
+            watcher.cancel()
+            if not output.done():
+                # the client went away or the server is stopping: the turn must not go on unseen
+                abort.set()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(output), timeout=10)
+
+    async def _plain(
+        self,
+        output: asyncio.Future[AgentOutput],
+        watcher: asyncio.Future[None],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        await asyncio.wait(_futures(output, watcher), return_when=asyncio.FIRST_COMPLETED)
+        if not output.done():
+            return  # disconnected: the turn was aborted, and nobody is listening
+        watcher.cancel()
+        exc = output.exception()
+        if exc is not None:
+            await error_response(exc, debug=self.debug)(scope, receive, send)
+            return
+        from starlette.responses import JSONResponse
+
+        await JSONResponse(self._result(output.result()))(scope, receive, send)
+
+    async def _stream(
+        self,
+        inv: Invocation,
+        output: asyncio.Future[AgentOutput],
+        chunks: asyncio.Queue[AgentStreamChunk],
+        watcher: asyncio.Future[None],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        # Hold the headers until the init is resolved (or the turn ends or streams), so that
+        # a rejected init is answered with its HTTP status instead of a 200 stream.
+        while not (output.done() or watcher.done() or inv.session is not None or not chunks.empty()):
+            await asyncio.wait(_futures(output, watcher), timeout=_HEADER_POLL)
+        if watcher.done():
+            return
+        if output.done() and output.exception() is not None and inv.session is None:
+            # the init was rejected: nothing of the turn ran
+            watcher.cancel()
+            await error_response(output.exception() or Exception(), debug=self.debug)(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        while True:
+            get = asyncio.ensure_future(chunks.get())
+            await asyncio.wait(_futures(get, output, watcher), return_when=asyncio.FIRST_COMPLETED)
+            if get.done():
+                await _write(send, frame({"message": get.result().to_wire()}))
+                continue
+            get.cancel()
+            if watcher.done():
+                return  # disconnected: nothing more can be written
+            break  # the output is settled
+        watcher.cancel()
+        while not chunks.empty():
+            await _write(send, frame({"message": chunks.get_nowait().to_wire()}))
+        exc = output.exception()
+        last = (
+            frame({"error": error_body(exc, debug=self.debug)})
+            if exc
+            else frame(self._result(output.result()))
+        )
+        await send({"type": "http.response.body", "body": last, "more_body": False})
+
+
+def _futures(*futures: asyncio.Future[Any]) -> set[asyncio.Future[Any]]:
+    return set(futures)
+
+
+async def _write(send: Send, data: bytes) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def _watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:
+    """Return (after calling `on_disconnect`) when the client closes the connection."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            on_disconnect()
+            return
