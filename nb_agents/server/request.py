@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from .errors import RequestError
 
@@ -44,10 +44,13 @@ async def read_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise _too_large(limit, f"{size} bytes")
     body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise _too_large(limit, "more")
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise _too_large(limit, "more")
+    except ClientDisconnect:
+        raise RequestError("the client went away while sending the request", status="CANCELLED") from None
     return bytes(body)
 
 

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from ..errors import NbAgentsError
@@ -49,8 +50,13 @@ _HEADER_POLL = 0.005  # seconds between checks whether the init has been resolve
 
 
 def frame(payload: dict[str, Any]) -> bytes:
-    """One SSE frame: ``data: <compact json>`` and a blank line."""
-    return b"data: " + json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+    """One SSE frame: ``data: <compact json>`` and a blank line.
+
+    The JSON is ASCII (non-ASCII characters as ``\\u`` escapes): Genkit's JS client
+    decodes each network read on its own, so a multi-byte UTF-8 character split
+    between two reads would reach it garbled.
+    """
+    return b"data: " + json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode() + b"\n\n"
 
 
 class TurnResponse:
@@ -103,6 +109,8 @@ class TurnResponse:
                 await self._stream(inv, output, chunks, watcher, scope, receive, send)
             else:
                 await self._plain(output, watcher, scope, receive, send)
+        except OSError:
+            pass  # ASGI 2.4 servers raise on a write to a closed connection: the client is gone
         finally:
             watcher.cancel()
             if not output.done():
@@ -127,8 +135,6 @@ class TurnResponse:
         if exc is not None:
             await error_response(exc, debug=self.debug)(scope, receive, send)
             return
-        from starlette.responses import JSONResponse
-
         await JSONResponse(self._result(output.result()))(scope, receive, send)
 
     async def _stream(
@@ -147,10 +153,10 @@ class TurnResponse:
             await asyncio.wait(_futures(output, watcher), timeout=_HEADER_POLL)
         if watcher.done():
             return
-        if output.done() and output.exception() is not None and inv.session is None:
-            # the init was rejected: nothing of the turn ran
+        rejected = output.exception() if output.done() and inv.session is None else None
+        if rejected is not None:  # the init was rejected: nothing of the turn ran
             watcher.cancel()
-            await error_response(output.exception() or Exception(), debug=self.debug)(scope, receive, send)
+            await error_response(rejected, debug=self.debug)(scope, receive, send)
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         while True:

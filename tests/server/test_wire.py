@@ -20,7 +20,7 @@ from pydantic import BaseModel
 import nb_agents as nba
 from nb_agents.testing import FunctionModel, ScriptedModel
 
-from .live import wait_for
+from .live import banking_agent, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -118,6 +118,27 @@ async def test_non_streaming_answers_one_json_result(serve) -> None:
     assert body["result"]["state"]["messages"][0] == HELLO["message"]  # client-managed: the whole state
 
 
+@pytest.mark.parametrize("kind", ["server", "client"])
+async def test_banking_flow_over_plain_json(serve, kind: str) -> None:
+    store = nba.InMemorySessionStore() if kind == "server" else None
+    agent, _, executed = banking_agent(store, state_secret="s3cret" if kind == "client" else None)
+    url = serve(agent) + "/bankingAgent"
+    ask = {"message": {"role": "user", "content": [{"text": "Transfer $500 to my savings account."}]}}
+    res = await post(url, {"data": ask, "init": {}})
+    out = res.json()["result"]
+    assert out["finishReason"] == "interrupted"
+    [part] = [p for p in out["message"]["content"] if p.get("metadata", {}).get("interrupt")]
+    assert part["metadata"]["interrupt"] == {"details": "Transfer $500.00 to savings"}
+    restart = {**part, "metadata": {"resumed": {"approved": True}}}
+    init = {"snapshotId": out["snapshotId"]} if kind == "server" else {"state": out["state"]}
+    res = await post(url, {"data": {"resume": {"restart": [restart]}}, "init": init})
+    final = res.json()["result"]
+    assert final["finishReason"] == "stop", final
+    assert final["message"]["content"] == [{"text": "Done: transaction txn-123."}]
+    assert final["sessionId"] == out["sessionId"] and len(executed) == 1
+    assert ("state" in final) is (kind == "client") and ("snapshotId" in final) is (kind == "server")
+
+
 @pytest.mark.parametrize(
     ("accept", "query"),
     [
@@ -149,6 +170,13 @@ async def test_streamed_model_chunks_arrive_in_order(serve) -> None:
     ]
     assert texts == ["Hello", " there"]
     assert "turnEnd" in got[-2]["message"] and "result" in got[-1]
+
+
+async def test_frames_are_ascii_so_a_split_read_cannot_garble_them(serve) -> None:
+    agent = nba.define_agent("intl", model=FunctionModel(lambda req: "Überweisung: 500 € ✓"))
+    res = await post(serve(agent) + "/intl", {"data": HELLO}, headers=SSE)
+    assert res.content.isascii()  # Genkit's JS client decodes each read on its own
+    assert frames(res.text)[-1]["result"]["message"]["content"] == [{"text": "Überweisung: 500 € ✓"}]
 
 
 class FailingStore(nba.InMemorySessionStore):
