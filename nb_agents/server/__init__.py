@@ -5,6 +5,12 @@
 (`nb_agents.server.cli`). Genkit's own clients (JS ``remoteAgent``, Python
 ``remote_agent``) and `nb_agents.remote_agent` drive it.
 
+One difference between those clients matters: Genkit's Python client (0.12)
+rebuilds a client-managed state blob every turn instead of sending it back
+verbatim, so it drops the ``signature`` an agent with ``state_secret=`` adds,
+and such an agent answers it 403 ``PERMISSION_DENIED``. Genkit's JS client and
+`nb_agents.remote_agent` send the blob back unchanged.
+
 Example:
     >>> import nb_agents as nba
     >>> from nb_agents.server import create_app
