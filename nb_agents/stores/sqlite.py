@@ -1,11 +1,11 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
-This module owns the SQLite schema and the delta encoding of histories. A
-snapshot row keeps its metadata, custom state and artifacts whole, but only the
-messages its turn added: the first ``base_len`` messages are those of its base
-row (its parent, when the parent has a state) and ``tail`` holds the rest. A
-read rebuilds the history with one recursive query over the base chain, so a
-turn writes bytes in proportion to what it adds, not to the whole history.
+This module owns the SQLite schema and queries. Histories are stored with the
+delta encoding of `._delta` (shared with the Postgres store): a snapshot row
+keeps only the messages its turn added on top of its base row (its parent,
+when the parent has a state). A read rebuilds the history with one recursive
+query over the base chain, so a turn writes bytes in proportion to what it
+adds, not to the whole history.
 
 Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
 processes on the same file serialize), run in a worker thread so that it never
@@ -16,29 +16,34 @@ writer.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from pydantic import BaseModel, TypeAdapter
 
 from ..errors import FailedPreconditionError
-from ..types import Message, SessionSnapshot, SessionState
+from ..types import Message, SessionSnapshot
+from ._delta import (
+    MessageCache,
+    decode_audit,
+    decode_snapshot,
+    encode_row,
+    history,
+    rebased_tail,
+    shared_prefix,
+    to_json,
+)
 from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, with_effective_status
 
 __all__ = ["SqliteSessionStore"]
 
 T = TypeVar("T")
 
-_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 _SCHEMA_VERSION = 1
 _SCHEMA = (
     # seq orders rows by insertion and is what a row's base points at: a base
@@ -79,74 +84,9 @@ _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, base_seq, base_len, tail) AS (
     SELECT seq, rev, base_len, tail FROM chain ORDER BY depth"""
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _POOL_MAX = 8
-_CACHE_ROWS = 64
-_CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
 
 # (seq, rev, meta, state, base_seq, base_len, tail)
 _Row = tuple[int, int, str, str | None, int | None, int, str | None]
-
-
-def _dump(value: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
-    # What `to_wire` emits and no default it left out: read back, the value has
-    # the same fields set, so its `to_wire()` is the same.
-    return value.model_dump(
-        mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude=exclude
-    )
-
-
-def _json(value: Any) -> str:
-    # stdlib json, ASCII-escaped: pydantic-core's rejects the lone surrogates
-    # that a JavaScript client can send
-    return json.dumps(
-        value, separators=(",", ":"), default=lambda v: _dump(v) if isinstance(v, BaseModel) else str(v)
-    )
-
-
-def _load_messages(text: str | None) -> list[Message]:
-    return _MESSAGES.validate_python(json.loads(text or "[]"))
-
-
-def _shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
-    """How many leading messages of `new` are the same as `old`'s.
-
-    Messages are immutable values, so the common case is the very same object;
-    otherwise they are compared as JSON (pydantic's ``==`` would take 1 for True).
-    """
-    n = min(len(new), len(old))
-    i = 0
-    while i < n and (new[i] is old[i] or _json(_dump(new[i])) == _json(_dump(old[i]))):
-        i += 1
-    return i
-
-
-class _MessageCache:
-    """Recently saved or loaded histories, keyed by row ``seq`` and checked by ``rev``."""
-
-    def __init__(self) -> None:
-        self._items: OrderedDict[int, tuple[int, tuple[Message, ...]]] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
-
-    def get(self, seq: int, rev: int) -> tuple[Message, ...] | None:
-        with self._lock:
-            item = self._items.get(seq)
-            if item is None or item[0] != rev:
-                return None
-            self._items.move_to_end(seq)
-            return item[1]
-
-    def put(self, seq: int, rev: int, messages: Sequence[Message]) -> None:
-        with self._lock:
-            old = self._items.pop(seq, None)
-            self._size += len(messages) - (len(old[1]) if old else 0)
-            self._items[seq] = (rev, tuple(messages))
-            while len(self._items) > 1 and (len(self._items) > _CACHE_ROWS or self._size > _CACHE_MESSAGES):
-                self._size -= len(self._items.popitem(last=False)[1][1])
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._size = 0
 
 
 class SqliteSessionStore:
@@ -181,7 +121,7 @@ class SqliteSessionStore:
         self._pool_lock = threading.Lock()
         self._pid = os.getpid()
         self._ready = False
-        self._cache = _MessageCache()
+        self._cache = MessageCache()
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
@@ -225,19 +165,14 @@ class SqliteSessionStore:
         return [r[0] for r in await self._run(lambda: self._fetch(sql, ()))]
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        rows = [(r.session_id, _json(r.to_dict())) for r in records]
+        rows = [(r.session_id, to_json(r.to_dict())) for r in records]
         sql = "INSERT INTO audit (session_id, record) VALUES (?, ?)"
         if rows:
             await self._run(lambda: self._write_many(sql, rows))
 
     async def audit(self, session_id: str) -> list[AuditRecord]:
         sql = "SELECT record FROM audit WHERE session_id = ? ORDER BY seq"
-        known = {f.name for f in fields(AuditRecord)}
-        records = []
-        for (text,) in await self._run(lambda: self._fetch(sql, (session_id,))):
-            data = json.loads(text)
-            records.append(AuditRecord(**{k: v for k, v in data.items() if k in known}))
-        return records
+        return [decode_audit(text) for (text,) in await self._run(lambda: self._fetch(sql, (session_id,)))]
 
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
@@ -277,23 +212,9 @@ class SqliteSessionStore:
     def _write(
         self, conn: sqlite3.Connection, row: _Row | None, old: list[Message], new: SessionSnapshot
     ) -> tuple[int, int, list[Message] | None]:
-        meta = _json(_dump(new, {"state"}))
-        state: str | None = None
-        base_seq: int | None = None
-        base_len = 0
-        tail: str | None = None
-        messages: list[Message] | None = None
-        if new.state is not None:
-            messages = list(new.state.messages)
-            state = _json(_dump(new.state, {"messages"}))
-            base = self._base(conn, new.parent_id, row[0] if row is not None else None)
-            if base is not None:
-                base_len = _shared_prefix(messages, base[1])
-                base_seq = base[0] if base_len else None
-            # a NULL tail: the state's messages were never set (so `to_wire` omits them)
-            has_messages = "messages" in new.state.model_fields_set
-            tail = _json([_dump(m) for m in messages[base_len:]]) if has_messages else None
-        cols = (new.session_id, new.parent_id, new.created_at or "", meta, state, base_seq, base_len, tail)
+        cols, messages = encode_row(
+            new, lambda: self._base(conn, new.parent_id, row[0] if row is not None else None)
+        )
         if row is None:
             cur = conn.execute(
                 "INSERT INTO snapshots (snapshot_id, session_id, parent_id, created_at, meta, state, "
@@ -309,7 +230,7 @@ class SqliteSessionStore:
             (*cols, rev, seq),
         )
         if old:
-            self._rebase_dependents(conn, seq, old, _shared_prefix(messages or [], old))
+            self._rebase_dependents(conn, seq, old, shared_prefix(messages or [], old))
         return seq, rev, messages
 
     def _base(
@@ -329,42 +250,19 @@ class SqliteSessionStore:
             "SELECT seq, base_len, tail FROM snapshots WHERE base_seq = ? AND base_len > ?", (seq, keep)
         ).fetchall()
         for dep_seq, dep_len, dep_tail in deps:
-            inline = [_dump(m) for m in old[keep:dep_len]] + json.loads(dep_tail or "[]")
             conn.execute(
                 "UPDATE snapshots SET base_seq = ?, base_len = ?, tail = ? WHERE seq = ?",
-                (seq if keep else None, keep, _json(inline), dep_seq),
+                (seq if keep else None, keep, rebased_tail(old, keep, dep_len, dep_tail), dep_seq),
             )
 
     def _decode(self, conn: sqlite3.Connection, row: _Row) -> SessionSnapshot:
-        wire = json.loads(row[2])
-        if row[3] is not None:
-            state = json.loads(row[3])
-            if row[6] is not None:
-                state["messages"] = self._messages(conn, row)
-            wire["state"] = SessionState.model_validate(state)
-        return SessionSnapshot.model_validate(wire)
+        return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(conn, row))
 
     def _messages(self, conn: sqlite3.Connection, row: _Row) -> list[Message]:
         """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
-        seq, rev = row[0], row[1]
-        hit = self._cache.get(seq, rev)
-        if hit is not None:
-            return list(hit)
-        if row[4] is None:
-            messages = _load_messages(row[6])
-        else:
-            pending: list[tuple[int, str | None]] = []
-            messages = []
-            for link_seq, link_rev, link_len, link_tail in conn.execute(_CHAIN, (seq,)):
-                cached = self._cache.get(link_seq, link_rev)
-                if cached is not None:
-                    messages = list(cached)
-                    break
-                pending.append((link_len, link_tail))
-            for link_len, link_tail in reversed(pending):
-                messages = messages[:link_len] + _load_messages(link_tail)
-        self._cache.put(seq, rev, messages)
-        return messages
+        return history(
+            self._cache, row[0], row[1], row[4] is not None, row[6], lambda: conn.execute(_CHAIN, (row[0],))
+        )
 
     # -- connections --------------------------------------------------------------
     async def _run(self, fn: Callable[[], T]) -> T:
@@ -389,7 +287,7 @@ class SqliteSessionStore:
             if self._pid != os.getpid():
                 # a forked child must not use its parent's connections (or trust its cache)
                 self._pid, self._pool, self._ready = os.getpid(), [], False
-                self._cache = _MessageCache()
+                self._cache = MessageCache()
             if self._pool:
                 return self._pool.pop()
         return self._connect()

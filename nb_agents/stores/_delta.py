@@ -1,0 +1,234 @@
+"""The delta encoding of histories that the SQL stores share (pure, no I/O).
+
+A snapshot row keeps its metadata, custom state and artifacts whole, but only
+the messages its turn added: the first ``base_len`` messages are those of its
+base row (its parent, when the parent has a state) and ``tail`` holds the
+rest, as JSON. A read rebuilds the history by walking the base chain, newest
+link first, until it reaches a row without a base or one in `MessageCache`.
+
+The SQL stores (`SqliteSessionStore`, `PostgresSessionStore`) own their
+queries and locking; this module owns what the bytes mean, so that both write
+and read the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from ..types import Message, SessionSnapshot, SessionState
+from .base import AuditRecord
+
+__all__ = [
+    "EncodedState",
+    "MessageCache",
+    "decode_audit",
+    "decode_snapshot",
+    "dump",
+    "encode_meta",
+    "encode_row",
+    "encode_state",
+    "history",
+    "load_messages",
+    "rebased_tail",
+    "shared_prefix",
+    "to_json",
+]
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+_AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
+_CACHE_ROWS = 64
+_CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
+
+# One link of a base chain, newest first: (seq, rev, base_len, tail).
+ChainLink = tuple[int, int, int, str | None]
+# (state JSON without messages, base_len, tail); tail is None when messages were never set.
+EncodedState = tuple[str, int, str | None]
+# A row's columns: (session_id, parent_id, created_at, meta, state, base_seq, base_len, tail).
+Columns = tuple[str | None, str | None, str, str, str | None, int | None, int, str | None]
+
+
+def dump(value: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
+    """What `to_wire` emits and no default it left out: read back, the value has
+    the same fields set, so its `to_wire()` is the same."""
+    return value.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude=exclude
+    )
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON, ASCII-escaped: pydantic-core's encoder rejects the lone
+    surrogates that a JavaScript client can send, and an escaped ``\\u0000``
+    fits in a text column that cannot hold a NUL."""
+    return json.dumps(
+        value, separators=(",", ":"), default=lambda v: dump(v) if isinstance(v, BaseModel) else str(v)
+    )
+
+
+def load_messages(text: str | None) -> list[Message]:
+    """Messages from a tail's JSON (None reads as none)."""
+    return _MESSAGES.validate_python(json.loads(text or "[]"))
+
+
+def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
+    """How many leading messages of `new` are the same as `old`'s.
+
+    Messages are immutable values, so the common case is the very same object;
+    otherwise they are compared as JSON (pydantic's ``==`` would take 1 for True).
+    """
+    n = min(len(new), len(old))
+    i = 0
+    while i < n and (new[i] is old[i] or to_json(dump(new[i])) == to_json(dump(old[i]))):
+        i += 1
+    return i
+
+
+def encode_meta(snap: SessionSnapshot) -> str:
+    """A row's metadata column: the snapshot without its state."""
+    return to_json(dump(snap, {"state"}))
+
+
+def encode_state(state: SessionState, base: Sequence[Message] | None) -> EncodedState:
+    """A state as stored against `base` (the base row's history, if there is one)."""
+    messages = list(state.messages)
+    base_len = shared_prefix(messages, base) if base else 0
+    # a None tail: the state's messages were never set (so `to_wire` omits them)
+    has_messages = "messages" in state.model_fields_set
+    tail = to_json([dump(m) for m in messages[base_len:]]) if has_messages else None
+    return to_json(dump(state, {"messages"})), base_len, tail
+
+
+def encode_row(
+    new: SessionSnapshot, base: Callable[[], tuple[int, Sequence[Message]] | None]
+) -> tuple[Columns, list[Message] | None]:
+    """The columns that store `new`, and its history (None without a state).
+
+    `base` finds the base row's ``seq`` and history (asked only when `new` has
+    a state); the row points at it only when they share a prefix.
+    """
+    state: str | None = None
+    base_seq: int | None = None
+    base_len = 0
+    tail: str | None = None
+    messages: list[Message] | None = None
+    if new.state is not None:
+        messages = list(new.state.messages)
+        found = base()
+        state, base_len, tail = encode_state(new.state, found[1] if found is not None else None)
+        base_seq = found[0] if found is not None and base_len else None
+    cols = (
+        new.session_id,
+        new.parent_id,
+        new.created_at or "",
+        encode_meta(new),
+        state,
+        base_seq,
+        base_len,
+        tail,
+    )
+    return cols, messages
+
+
+def decode_snapshot(
+    meta: str, state: str | None, tail: str | None, messages: Callable[[], list[Message]]
+) -> SessionSnapshot:
+    """A snapshot from its columns; `messages` rebuilds the history when there is one."""
+    wire = json.loads(meta)
+    if state is not None:
+        state_wire = json.loads(state)
+        if tail is not None:
+            state_wire["messages"] = messages()
+        wire["state"] = SessionState.model_validate(state_wire)
+    return SessionSnapshot.model_validate(wire)
+
+
+def rebased_tail(old: Sequence[Message], keep: int, dep_len: int, dep_tail: str | None) -> str:
+    """The tail of a row built on `dep_len` messages of a base that now keeps only `keep`."""
+    return to_json([dump(m) for m in old[keep:dep_len]] + json.loads(dep_tail or "[]"))
+
+
+def decode_audit(text: str) -> AuditRecord:
+    """An audit record from its stored JSON (``to_json(record.to_dict())``); unknown keys are dropped."""
+    data = json.loads(text)
+    return AuditRecord(**{k: v for k, v in data.items() if k in _AUDIT_FIELDS})
+
+
+def history(
+    cache: MessageCache,
+    seq: int,
+    rev: int,
+    has_base: bool,
+    tail: str | None,
+    chain: Callable[[], Iterable[ChainLink]],
+) -> list[Message]:
+    """A row's whole history, from the nearest cached link of its base chain.
+
+    Args:
+        cache: Histories already rebuilt, keyed by ``(seq, rev)``.
+        seq: The row's ``seq``.
+        rev: The row's revision.
+        has_base: Whether the row names a base row.
+        tail: The row's own tail.
+        chain: Reads the chain from the row itself down, newest first (one query).
+    """
+    hit = cache.get(seq, rev)
+    if hit is not None:
+        return list(hit)
+    if not has_base:
+        messages = load_messages(tail)
+    else:
+        pending: list[tuple[int, str | None]] = []
+        messages = []
+        for link_seq, link_rev, link_len, link_tail in chain():
+            cached = cache.get(link_seq, link_rev)
+            if cached is not None:
+                messages = list(cached)
+                break
+            pending.append((link_len, link_tail))
+        for link_len, link_tail in reversed(pending):
+            messages = messages[:link_len] + load_messages(link_tail)
+    cache.put(seq, rev, messages)
+    return messages
+
+
+class MessageCache:
+    """Recently saved or loaded histories, keyed by row ``seq`` and checked by ``rev``.
+
+    Example:
+        >>> cache = MessageCache()
+        >>> cache.put(1, 1, [])
+        >>> cache.get(1, 2) is None
+        True
+    """
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[int, tuple[int, tuple[Message, ...]]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, seq: int, rev: int) -> tuple[Message, ...] | None:
+        with self._lock:
+            item = self._items.get(seq)
+            if item is None or item[0] != rev:
+                return None
+            self._items.move_to_end(seq)
+            return item[1]
+
+    def put(self, seq: int, rev: int, messages: Sequence[Message]) -> None:
+        with self._lock:
+            old = self._items.pop(seq, None)
+            self._size += len(messages) - (len(old[1]) if old else 0)
+            self._items[seq] = (rev, tuple(messages))
+            while len(self._items) > 1 and (len(self._items) > _CACHE_ROWS or self._size > _CACHE_MESSAGES):
+                self._size -= len(self._items.popitem(last=False)[1][1])
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._size = 0
