@@ -29,7 +29,15 @@ from .stores.base import AuditRecord, SessionStore
 from .tools import Tool
 from .types import AgentInit, AgentInput, AgentOutput, Message, Part, SessionSnapshot, SessionState
 
-__all__ = ["Agent", "AgentLike", "PendingTurn", "define_agent", "define_custom_agent"]
+__all__ = [
+    "Agent",
+    "AgentLike",
+    "AuditTrail",
+    "PendingTurn",
+    "PendingTurns",
+    "define_agent",
+    "define_custom_agent",
+]
 
 
 class AgentLike(Protocol):
@@ -249,7 +257,7 @@ class Agent:
             previous = "expired"
         return previous
 
-    async def pending(self) -> list[PendingTurn]:
+    async def pending(self) -> PendingTurns:
         """The sessions whose latest snapshot waits on interrupts, oldest first.
 
         Read from the store, so it works after a kernel restart with a
@@ -265,11 +273,11 @@ class Agent:
             if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
                 out.append(PendingTurn(self, snap, msgs[-1]))
         out.sort(key=lambda p: p.snapshot.updated_at or "")
-        return out
+        return PendingTurns(out)
 
-    async def audit(self, session_id: str) -> list[AuditRecord]:
+    async def audit(self, session_id: str) -> AuditTrail:
         """Every accepted answer to an interrupt in a session, oldest first."""
-        return await self._require_store("audit").audit(session_id)
+        return AuditTrail(await self._require_store("audit").audit(session_id))
 
     # -- sync twins ---------------------------------------------------------------------
     def run_sync(self, input: AgentInput | str | None = None, **kwargs: Any) -> AgentOutput:
@@ -286,10 +294,10 @@ class Agent:
     def abort_sync(self, snapshot_id: str) -> str | None:
         return _sync.run(self.abort(snapshot_id))
 
-    def pending_sync(self) -> list[PendingTurn]:
+    def pending_sync(self) -> PendingTurns:
         return _sync.run(self.pending())
 
-    def audit_sync(self, session_id: str) -> list[AuditRecord]:
+    def audit_sync(self, session_id: str) -> AuditTrail:
         return _sync.run(self.audit(session_id))
 
 
@@ -323,6 +331,29 @@ class PendingTurn:
     def __repr__(self) -> str:
         names = ", ".join(i.name for i in self.interrupts)
         return f"PendingTurn(session_id={self.session_id!r}, interrupts=[{names}])"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import pending_bundle
+
+        return pending_bundle([self])
+
+
+class PendingTurns(list[PendingTurn]):
+    """What `Agent.pending` returns: a list that renders as the waiting interrupts."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import pending_bundle
+
+        return pending_bundle(self)
+
+
+class AuditTrail(list[AuditRecord]):
+    """What `Agent.audit` returns: a list that renders as a table."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import audit_bundle
+
+        return audit_bundle(self)
 
 
 def define_agent(

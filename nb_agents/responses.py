@@ -110,10 +110,15 @@ class AgentResponse:
             f"interrupts={len(self.interrupts)}, snapshot_id={self.snapshot_id!r})"
         )
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import response_bundle
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Static text and HTML; in a live kernel, also the `TurnView` widget (forms)."""
+        from .render import live_widgets, response_bundle
 
-        return response_bundle(self)
+        if self.chat is not None and live_widgets():
+            from .notebook.view import TurnView
+
+            return TurnView(self, self.chat)._repr_mimebundle_()
+        return dict(response_bundle(self))
 
 
 class AgentChunk:

@@ -153,6 +153,11 @@ class Message(WireModel):
         """The tool-request parts that paused the turn."""
         return [p for p in self.content if p.is_interrupt]
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import message_bundle
+
+        return message_bundle(self)
+
 
 class ModelResponseChunk(WireModel):
     role: Role | None = None
@@ -262,6 +267,11 @@ class AgentOutput(WireModel):
         """The interrupt parts of the output message."""
         return self.message.interrupts() if self.message is not None else []
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import output_bundle
+
+        return output_bundle(self)
+
 
 class TurnEnd(WireModel):
     snapshot_id: str | None = None
@@ -286,6 +296,11 @@ class SessionSnapshot(WireModel):
     finish_reason: FinishReason | None = None
     error: AgentErrorInfo | None = None
     state: SessionState | None = None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from .render import snapshot_bundle
+
+        return snapshot_bundle(self)
 
 
 ToolResponse.model_rebuild()

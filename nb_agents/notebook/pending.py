@@ -1,0 +1,141 @@
+"""`pending(agent)`: every paused turn in the store, redrawn as forms.
+
+After a kernel restart the forms of a paused turn are gone, but the turn is
+not: with a persistent store (SQLite, file) ``agent.pending()`` still lists
+it. `pending` draws a `TurnView` for each, each on a chat positioned at its
+paused snapshot, so answering resumes the turn where it stopped. A form left
+over from before (a stale one) cannot run a tool twice: the store's
+exactly-once resume returns the first result for the same answer and rejects
+a different one as "already resumed", which the form shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..agent import Agent, PendingTurn
+from ..render import error_html, pending_bundle, static_mode
+from ..responses import AgentResponse
+from ..types import AgentOutput
+from ._tasks import spawn
+from .view import TurnView
+
+__all__ = ["PendingView", "apending", "pending"]
+
+_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+_MUTED = "color:var(--jp-ui-font-color2,#777);font-size:90%"
+
+
+def turn_response(turn: PendingTurn) -> AgentResponse:
+    """The paused turn as a response whose chat is positioned to resume it."""
+    out = AgentOutput(
+        session_id=turn.session_id,
+        snapshot_id=turn.snapshot_id,
+        message=turn.message,
+        finish_reason="interrupted",
+    )
+    return AgentResponse(out, chat=turn.chat())
+
+
+class PendingView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+    """The paused turns of an agent, each as a `TurnView`.
+
+    Args:
+        agent: The agent whose store is read.
+        turns: The paused turns, or None to read them later (`refresh`).
+        answered_by: Who answers, recorded in the audit trail.
+
+    Attributes:
+        turns: The `PendingTurn` values shown.
+        views: One `TurnView` per turn.
+        task: The read in progress when drawn from a running loop; await it.
+    """
+
+    def __init__(
+        self, agent: Agent, turns: Sequence[PendingTurn] | None = None, *, answered_by: str | None = None
+    ):
+        super().__init__()
+        self.agent = agent
+        self.answered_by = answered_by
+        self.turns: list[PendingTurn] = []
+        self.views: list[TurnView] = []
+        self.task: asyncio.Task[None] | None = None
+        self.header = widgets.HTML(value="<i>reading paused turns…</i>")
+        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
+        self.refresh_button.on_click(lambda _: self._refresh_soon())
+        self.children = [widgets.HBox([self.header, self.refresh_button])]
+        if turns is not None:
+            self.show(turns)
+
+    def show(self, turns: Sequence[PendingTurn]) -> None:
+        """Draw a form for every waiting interrupt of `turns`."""
+        self.turns = list(turns)
+        self.views = [TurnView(turn_response(t), answered_by=self.answered_by) for t in self.turns]
+        n = len(self.turns)
+        self.header.value = f"<b>{n} paused turn{'s' if n != 1 else ''} waiting for an answer</b>"
+        rows: list[Any] = [widgets.HBox([self.header, self.refresh_button])]
+        for turn, view in zip(self.turns, self.views, strict=True):
+            if not static_mode():
+                when = turn.snapshot.updated_at or turn.snapshot.created_at or ""
+                where = f"session {turn.session_id} · {when}"
+                rows.append(widgets.HTML(value=f'<div style="{_MUTED}">{escape(where)}</div>'))
+            rows.append(view)
+        self.children = rows
+
+    async def refresh(self) -> None:
+        """Read the paused turns from the store again and redraw."""
+        try:
+            self.show(await self.agent.pending())
+        except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user sees it
+            self.header.value = error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+
+    def _refresh_soon(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = spawn(self.refresh())
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The widget, with the waiting interrupts as static fallback (static mode: no widget)."""
+        bundle: dict[str, Any] = dict(pending_bundle(self.turns))
+        if not static_mode():
+            view = super()._repr_mimebundle_(**kwargs)
+            if _WIDGET_MIME in view:
+                bundle[_WIDGET_MIME] = view[_WIDGET_MIME]
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"PendingView(agent={self.agent.name!r}, turns={len(self.turns)})"
+
+
+def pending(agent: Agent, *, answered_by: str | None = None) -> PendingView:
+    """The paused turns of `agent` as forms; works in a cell, sync or async.
+
+    In a running loop (a notebook cell) the store is read by a task on that
+    loop (``view.task``) and the forms appear when it is done; with no loop
+    running, it is read right away (``agent.pending_sync()``).
+
+    Example:
+        >>> store = nba.SqliteSessionStore("bank.db")                      # doctest: +SKIP
+        >>> agent = nba.define_agent("bank", model=model, store=store)    # doctest: +SKIP
+        >>> pending(agent)       # after a kernel restart: answer right here  # doctest: +SKIP
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return PendingView(agent, agent.pending_sync(), answered_by=answered_by)
+    view = PendingView(agent, answered_by=answered_by)
+    view.task = spawn(view.refresh())
+    return view
+
+
+async def apending(agent: Agent, *, answered_by: str | None = None) -> PendingView:
+    """The async twin of `pending`: ``await apending(agent)``.
+
+    Example:
+        >>> await apending(agent)                                        # doctest: +SKIP
+    """
+    return PendingView(agent, await agent.pending(), answered_by=answered_by)

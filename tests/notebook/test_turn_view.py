@@ -1,0 +1,407 @@
+"""TurnView and its forms: clicks build the API's parts, resume once, show what follows."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from helpers import text_response, tool_call_response
+from pydantic import BaseModel, Field
+from widget_helpers import control, html_of, wire
+
+import nb_agents as nba
+from nb_agents.chat import Chat
+from nb_agents.middleware import ToolApproval
+from nb_agents.notebook import TurnView
+from nb_agents.testing import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+class Ask(BaseModel):
+    question: str
+
+
+class Reply(BaseModel):
+    approved: bool
+    feedback: str | None = None
+
+
+class Quote(BaseModel):
+    price: float = Field(gt=0)
+    currency: Literal["EUR", "USD"] = "EUR"
+    note: str | None = None
+
+
+class Transfer(BaseModel):
+    to: str
+    amount: float = Field(gt=0)
+
+
+class Pin(BaseModel):
+    pin: int = Field(ge=1000, le=9999)
+
+
+ask_user = nba.define_interrupt(name="askUser", input_schema=Ask, output_schema=Reply)
+get_quote = nba.define_interrupt(name="getQuote", input_schema=Ask, output_schema=Quote)
+
+
+def make(
+    *responses: dict[str, Any], gate: bool = False, stream: Any = None
+) -> tuple[nba.Agent, ScriptedModel, list[Any]]:
+    ran: list[Any] = []
+
+    @nba.resumable_tool(name="transfer", resume=Reply)
+    async def transfer(inp: Transfer, reply: Reply | None) -> str:
+        if reply is None:
+            raise nba.Interrupt({"confirm": f"send {inp.amount} to {inp.to}"})
+        ran.append(("transfer", inp.to, inp.amount, reply.approved))
+        return "sent" if reply.approved else "cancelled"
+
+    @nba.resumable_tool(name="unlock", resume=Pin)
+    async def unlock(door: str, reply: Pin | None) -> str:
+        if reply is None or reply.pin != 1234:
+            raise nba.Interrupt({"door": door, "retry": reply is not None})
+        ran.append(("unlock", door, reply.pin))
+        return "open"
+
+    @nba.tool(name="deleteFile")
+    async def delete_file(path: str, ctx: nba.ToolContext) -> dict[str, str]:
+        if not ctx.resumed:
+            ctx.interrupt({"confirm": path})
+        ran.append(("delete", path))
+        return {"deleted": path}
+
+    @nba.tool(name="payBill")
+    async def pay_bill(amount: int) -> str:
+        if amount > 100:
+            raise RuntimeError("kaboom: the bank is closed")
+        ran.append(("pay", amount))
+        return "paid"
+
+    model = ScriptedModel(list(responses), stream_chunks=stream)
+    agent = nba.define_agent(
+        "bank",
+        model=model,
+        tools=[ask_user, get_quote, transfer, unlock, delete_file, pay_bill],
+        store=nba.InMemorySessionStore(),
+        use=[ToolApproval(allowed_tools=["askUser", "getQuote", "transfer", "unlock", "deleteFile"])]
+        if gate
+        else [],
+    )
+    return agent, model, ran
+
+
+async def paused(agent: nba.Agent) -> tuple[TurnView, nba.AgentResponse]:
+    res = await agent.chat().send("go")
+    assert res.finish_reason == "interrupted", res.error
+    return TurnView(res), res
+
+
+ASK = tool_call_response(("askUser", "a1", {"question": "Transfer $500?"}))
+
+
+async def test_approve_builds_the_api_part_resumes_and_shows_the_continuation() -> None:
+    agent, model, _ = make(ASK, text_response("Approved, done."))
+    view, res = await paused(agent)
+    form = view.forms[0]
+    assert form.mode == "approve-respond" and form.submit_button is None
+    form.approve_button.click()
+    assert view.task is not None and form.approve_button.disabled
+    done = await view.task
+    assert done is not None and done.text == "Approved, done."
+    assert view.last_resume is not None
+    assert wire(view.last_resume.respond) == wire([res.interrupts[0].respond(Reply(approved=True))])
+    assert view.last_resume.restart == []
+    assert "Approved, done." in html_of(view.continuation)
+    assert model.calls == 2
+    form.approve_button.click()  # a stale click on a frozen form sends nothing
+    form.deny_button.click()
+    assert model.calls == 2 and view.task.done()
+
+
+async def test_the_continuation_streams_into_the_view() -> None:
+    chunks = [[], [{"content": [{"text": "Approved, "}]}, {"content": [{"text": "done."}]}]]
+    agent, _, _ = make(ASK, text_response("Approved, done."), stream=chunks)
+    view, _ = await paused(agent)
+    seen: list[str] = []
+    view.stream.observe(lambda change: seen.append(change["new"]), names="value")
+    view.forms[0].approve_button.click()
+    await view.task
+    assert any("Approved," in s and "done." not in s for s in seen)  # text appended as it arrived
+    assert "Approved, done." in seen[-1]
+
+
+async def test_deny_with_feedback() -> None:
+    agent, model, _ = make(ASK, text_response("Cancelled."))
+    view, res = await paused(agent)
+    form = view.forms[0]
+    control(form.reply.widget, "Feedback").value = "too much"
+    form.deny_button.click()
+    await view.task
+    expected = res.interrupts[0].respond(Reply(approved=False, feedback="too much"))
+    assert wire(view.last_resume.respond) == wire([expected])
+    tool_msg = model.requests[1].messages[-1]
+    assert tool_msg.content[0].tool_response.output == {"approved": False, "feedback": "too much"}
+
+
+async def test_respond_form_with_typed_fields() -> None:
+    agent, _, _ = make(tool_call_response(("getQuote", "q1", {"question": "price?"})), text_response("ok"))
+    view, res = await paused(agent)
+    form = view.forms[0]
+    assert form.mode == "respond"
+    control(form.reply.widget, "Price").value = 12.5
+    control(form.reply.widget, "Currency").value = "USD"
+    form.submit_button.click()
+    await view.task
+    expected = res.interrupts[0].respond(Quote(price=12.5, currency="USD"))
+    assert wire(view.last_resume.respond) == wire([expected])
+
+
+async def test_invalid_values_show_an_error_and_send_nothing() -> None:
+    agent, model, _ = make(
+        tool_call_response(("getQuote", "q1", {"question": "price?"})), text_response("ok")
+    )
+    view, _ = await paused(agent)
+    form = view.forms[0]
+    control(form.reply.widget, "Price").value = -1
+    form.submit_button.click()
+    assert "price" in form.error.value and "greater than 0" in form.error.value
+    assert form.answer is None and view.task is None and model.calls == 1
+    assert not form.submit_button.disabled
+    control(form.reply.widget, "Price").value = 3
+    form.submit_button.click()
+    assert (await view.task) is not None and model.calls == 2
+    assert form.error.value == ""
+
+
+async def test_restart_form_from_the_resume_type() -> None:
+    agent, _, ran = make(tool_call_response(("unlock", "u1", {"door": "front"})), text_response("open!"))
+    view, res = await paused(agent)
+    form = view.forms[0]
+    assert form.mode == "restart"
+    control(form.reply.widget, "Pin").value = 12  # out of bounds: the resume type says no
+    form.submit_button.click()
+    assert "pin" in form.error.value and view.task is None and ran == []
+    control(form.reply.widget, "Pin").value = 1234
+    form.submit_button.click()
+    await view.task
+    assert wire(view.last_resume.restart) == wire([res.interrupts[0].restart(resumed=Pin(pin=1234))])
+    assert ran == [("unlock", "front", 1234)]
+
+
+async def test_a_restarted_tool_that_pauses_again_shows_a_new_form() -> None:
+    agent, model, ran = make(tool_call_response(("unlock", "u1", {"door": "front"})), text_response("open!"))
+    view, _ = await paused(agent)
+    control(view.forms[0].reply.widget, "Pin").value = 1111  # wrong: the tool pauses again
+    view.forms[0].submit_button.click()
+    again = await view.task
+    assert again is not None and again.finish_reason == "interrupted" and model.calls == 1
+    child = view.child
+    assert (
+        child is not None
+        and len(child.forms) == 1
+        and child.forms[0].interrupt.data
+        == {
+            "door": "front",
+            "retry": True,
+        }
+    )
+    assert view.forms[0].submit_button.disabled  # the old form stays frozen
+    control(child.forms[0].reply.widget, "Pin").value = 1234
+    child.forms[0].submit_button.click()
+    await child.task
+    assert ran == [("unlock", "front", 1234)] and "open!" in html_of(child.continuation)
+
+
+async def test_the_model_pausing_again_shows_a_nested_view() -> None:
+    second = tool_call_response(("askUser", "a2", {"question": "Really?"}))
+    agent, _, _ = make(ASK, second, text_response("finally"))
+    view, _ = await paused(agent)
+    view.forms[0].approve_button.click()
+    await view.task
+    assert view.child is not None and view.child.forms[0].interrupt.ref == "a2"
+    assert "Really?" in html_of(view.child)
+    view.child.forms[0].approve_button.click()
+    await view.child.task
+    assert "finally" in html_of(view)
+
+
+async def test_approve_with_edited_arguments() -> None:
+    agent, _, ran = make(
+        tool_call_response(("transfer", "t1", {"to": "bob", "amount": 500})), text_response("ok")
+    )
+    view, res = await paused(agent)
+    form = view.forms[0]
+    assert form.mode == "approve-restart"
+    form.edit_toggle.value = True
+    control(form.inputs.widget, "Amount").value = -5
+    form.approve_button.click()
+    assert "new input" in form.error.value and view.task is None and ran == []
+    control(form.inputs.widget, "Amount").value = 250
+    form.approve_button.click()
+    await view.task
+    expected = res.interrupts[0].restart(
+        resumed=Reply(approved=True), replace_input=Transfer(to="bob", amount=250)
+    )
+    assert wire(view.last_resume.restart) == wire([expected])
+    assert ran == [("transfer", "bob", 250.0, True)]
+
+
+async def test_approve_without_editing_keeps_the_input() -> None:
+    agent, _, ran = make(
+        tool_call_response(("transfer", "t1", {"to": "bob", "amount": 500})), text_response("ok")
+    )
+    view, res = await paused(agent)
+    view.forms[0].edit_toggle.value = True  # opened but unchanged: no replacedInput
+    view.forms[0].approve_button.click()
+    await view.task
+    assert wire(view.last_resume.restart) == wire([res.interrupts[0].restart(resumed=Reply(approved=True))])
+    assert ran == [("transfer", "bob", 500.0, True)]
+
+
+PAY = tool_call_response(("payBill", "p1", {"amount": 5}))
+
+
+@pytest.mark.parametrize("how", ["approve", "deny", "deny-with-reason", "edit"])
+async def test_tool_approval_holds(how: str) -> None:
+    agent, model, ran = make(PAY, text_response("ok"), gate=True)
+    view, res = await paused(agent)
+    form = view.forms[0]
+    hold = ToolApproval.interrupted(res.interrupts[0].part)
+    assert form.mode == "hold" and hold is not None
+    if how == "approve":
+        form.approve_button.click()
+        expected, where, tool_ran = hold.approve(), "restart", [("pay", 5)]
+    elif how == "edit":
+        form.edit_toggle.value = True
+        control(form.inputs.widget, "Amount").value = 3
+        form.approve_button.click()
+        expected = res.interrupts[0].restart({"toolApproved": True}, replace_input={"amount": 3})
+        where, tool_ran = "restart", [("pay", 3)]
+    else:
+        if how == "deny-with-reason":
+            control(form.reply.widget, "Reason").value = "not now"
+        form.deny_button.click()
+        output = {"error": "The user denied the call to 'payBill': not now"} if how != "deny" else None
+        expected, where, tool_ran = hold.deny(output), "respond", []
+    await view.task
+    assert wire(getattr(view.last_resume, where)) == wire([expected])
+    assert ran == tool_ran and model.calls == 2
+
+
+async def test_plain_tool_continue() -> None:
+    agent, _, ran = make(tool_call_response(("deleteFile", "d1", {"path": "/tmp/x"})), text_response("ok"))
+    view, res = await paused(agent)
+    form = view.forms[0]
+    assert form.mode == "continue"
+    form.continue_button.click()
+    await view.task
+    assert wire(view.last_resume.restart) == wire([res.interrupts[0].restart(resumed=True)])
+    assert ran == [("delete", "/tmp/x")]
+
+
+async def test_plain_tool_answer_instead() -> None:
+    agent, model, ran = make(
+        tool_call_response(("deleteFile", "d1", {"path": "/tmp/x"})), text_response("ok")
+    )
+    view, res = await paused(agent)
+    form = view.forms[0]
+    form.answer_toggle.value = True
+    form.reply.widget.value = '{"deleted": "nothing, the user said no"}'
+    form.submit_button.click()
+    await view.task
+    expected = res.interrupts[0].respond({"deleted": "nothing, the user said no"})
+    assert wire(view.last_resume.respond) == wire([expected]) and ran == []
+    assert model.requests[1].messages[-1].content[0].tool_response.output == {
+        "deleted": "nothing, the user said no"
+    }
+
+
+async def test_two_interrupts_answered_together_make_one_resume() -> None:
+    both = tool_call_response(
+        ("askUser", "a1", {"question": "ok?"}), ("transfer", "t1", {"to": "amy", "amount": 9})
+    )
+    agent, model, ran = make(both, text_response("both done"))
+    view, res = await paused(agent)
+    first, second = view.forms
+    first.approve_button.click()
+    assert view.task is None and model.calls == 1 and "approved" in first.status.value
+    first.change_button.click()  # changed my mind before sending
+    assert first.answer is None and not first.deny_button.disabled
+    first.deny_button.click()
+    second.approve_button.click()
+    await view.task
+    ask, move = res.interrupts
+    assert wire(view.last_resume.respond) == wire([ask.respond(Reply(approved=False))])
+    assert wire(view.last_resume.restart) == wire([move.restart(resumed=Reply(approved=True))])
+    assert model.calls == 2 and ran == [("transfer", "amy", 9.0, True)]
+
+
+async def test_a_failed_continuation_shows_the_error_and_the_form_opens_again() -> None:
+    agent, model, ran = make(tool_call_response(("payBill", "p1", {"amount": 500})), gate=True)
+    view, _ = await paused(agent)
+    view.forms[0].approve_button.click()
+    assert (await view.task) is None
+    assert "kaboom: the bank is closed" in view.status.value
+    assert view.forms[0].answer is None and not view.forms[0].approve_button.disabled
+    assert ran == [] and model.calls == 1
+
+
+class RemoteLike:
+    """An agent known only through the protocol a chat needs (like a remote one): no tools."""
+
+    def __init__(self, agent: nba.Agent) -> None:
+        self.name = agent.name
+        self._agent = agent
+
+    async def _invoke(self, inp: Any, init: Any, **kw: Any) -> Any:
+        return await self._agent._invoke(inp, init, **kw)
+
+    async def get_snapshot(self, snapshot_id: str | None = None, *, session_id: str | None = None) -> Any:
+        return await self._agent.get_snapshot(snapshot_id, session_id=session_id)
+
+    async def abort(self, snapshot_id: str) -> str | None:
+        return await self._agent.abort(snapshot_id)
+
+
+async def test_without_schemas_json_areas_and_a_rejected_resume_can_be_answered_again() -> None:
+    agent, model, _ = make(ASK, text_response("fine"))
+    res = await Chat(RemoteLike(agent)).send("go")
+    view = TurnView(res)
+    form = view.forms[0]
+    assert form.mode == "json" and form.tool is None
+    form.reply.widget.value = "{approved: yes"
+    form.submit_button.click()
+    assert "not valid JSON" in form.error.value and view.task is None
+    form.reply.widget.value = '{"approved": "perhaps"}'  # the server's schema rejects it
+    form.submit_button.click()
+    assert (await view.task) is None
+    assert "INVALID_ARGUMENT" in view.status.value and "output validation failed" in view.status.value
+    assert form.answer is None and not form.submit_button.disabled and model.calls == 1
+    form.reply.widget.value = '{"approved": true}'
+    form.submit_button.click()
+    done = await view.task
+    assert done is not None and done.text == "fine" and view.status.value == ""
+    assert wire(view.last_resume.respond) == wire([res.interrupts[0].respond({"approved": True})])
+
+
+async def test_json_restart_without_schemas() -> None:
+    agent, _, ran = make(tool_call_response(("deleteFile", "d1", {"path": "/a"})), text_response("ok"))
+    res = await Chat(RemoteLike(agent)).send("go")
+    view = TurnView(res)
+    view.forms[0].continue_button.click()  # "Restart" with no reply: resumed = true
+    await view.task
+    assert wire(view.last_resume.restart) == wire([res.interrupts[0].restart(resumed=True)])
+    assert ran == [("delete", "/a")]
+
+
+async def test_a_view_of_a_turn_the_chat_moved_past_resumes_that_turn() -> None:
+    agent, _, _ = make(ASK, text_response("first"), text_response("second"))
+    chat = agent.chat()
+    res = await chat.send("go")
+    old = TurnView(res)
+    await chat.resume(respond=[res.interrupts[0].respond({"approved": True})])
+    old.forms[0].approve_button.click()  # the identical answer: the first result, nothing runs again
+    done = await old.task
+    assert done is not None and done.text == "first"
