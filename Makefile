@@ -23,6 +23,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
+	bash scripts/ensure_postgres.sh
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

@@ -13,6 +13,8 @@ Example:
     'hi!'
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import middleware
 from .agent import Agent, PendingTurn, define_agent, define_custom_agent
 from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
@@ -25,9 +27,12 @@ from .errors import (
     InvalidArgumentError,
     NbAgentsError,
     NotFoundError,
+    PermissionDeniedError,
 )
 from .interrupts import Interrupt, InterruptCall, interrupt_as
-from .models.base import Model, register_provider
+from .models.base import Model, register_model, register_provider
+from .models.errors import ModelError
+from .remote import RemoteAgent, remote_agent
 from .session import Session, TurnContext
 from .stores import AuditRecord, FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
 from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
@@ -52,7 +57,20 @@ from .types import (
     TurnEnd,
 )
 
+if TYPE_CHECKING:
+    from .stores.postgres import PostgresSessionStore
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # PostgreSQL support is optional: psycopg is imported only when it is asked for
+    if name == "PostgresSessionStore":
+        from .stores.postgres import PostgresSessionStore
+
+        return PostgresSessionStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AbortedError",
@@ -83,11 +101,15 @@ __all__ = [
     "InvalidArgumentError",
     "Message",
     "Model",
+    "ModelError",
     "ModelResponseChunk",
     "NbAgentsError",
     "NotFoundError",
     "Part",
     "PendingTurn",
+    "PermissionDeniedError",
+    "PostgresSessionStore",
+    "RemoteAgent",
     "Session",
     "SessionSnapshot",
     "SessionState",
@@ -108,7 +130,9 @@ __all__ = [
     "define_interrupt",
     "interrupt_as",
     "middleware",
+    "register_model",
     "register_provider",
+    "remote_agent",
     "resumable_tool",
     "tool",
 ]

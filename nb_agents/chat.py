@@ -20,6 +20,7 @@ import jsonpatch
 
 from . import _sync
 from .errors import AgentError
+from .generate import CALL_CONFIG
 from .responses import AgentChunk, AgentInterrupt, AgentResponse
 from .runner import Invocation
 from .types import (
@@ -65,9 +66,10 @@ class AgentTurn:
         ...     res = await turn.response
     """
 
-    def __init__(self, chat: Chat, inp: AgentInput) -> None:
+    def __init__(self, chat: Chat, inp: AgentInput, config: dict[str, Any] | None = None) -> None:
         self._chat = chat
         self._input = inp
+        self._config = config
         self._queue: asyncio.Queue[object] | None = None
         self._task: asyncio.Task[AgentResponse] | None = None
         self._abort: asyncio.Event | None = None
@@ -76,7 +78,11 @@ class AgentTurn:
         if self._task is None:
             self._queue = asyncio.Queue()
             self._abort = asyncio.Event()
-            self._task = asyncio.ensure_future(self._chat._run(self._input, self._queue, self._abort))
+            token = CALL_CONFIG.set(self._config)  # the task copies the context: the config rides along
+            try:
+                self._task = asyncio.ensure_future(self._chat._run(self._input, self._queue, self._abort))
+            finally:
+                CALL_CONFIG.reset(token)
         return self._task
 
     @property
@@ -121,7 +127,10 @@ class SyncAgentTurn:
         _sync.portal_loop().call_soon_threadsafe(self._turn.abort)
 
 
-def _as_input(value: str | Message | AgentInput | dict[str, Any]) -> AgentInput:
+InputLike = str | Message | AgentInput | dict[str, Any]
+
+
+def _as_input(value: InputLike) -> AgentInput:
     if isinstance(value, AgentInput):
         return value
     if isinstance(value, Message):
@@ -238,37 +247,41 @@ class Chat:
         self.artifacts.append(art)
 
     # -- verbs ----------------------------------------------------------------------
-    def send_stream(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentTurn:
+    # `config` (model settings such as temperature) applies to this call only, over the agent's.
+    def send_stream(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentTurn:
         """Start a turn and stream it; see `AgentTurn`."""
-        self._turn = AgentTurn(self, _as_input(input))
+        self._turn = AgentTurn(self, _as_input(input), config)
         return self._turn
 
-    async def send(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentResponse:
+    async def send(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentResponse:
         """Run one turn and return its response (raises `AgentError` if it failed)."""
-        return await self.send_stream(input).response
+        return await self.send_stream(input, config=config).response
 
     def resume_stream(
         self,
         respond: Sequence[Part] = (),
         restart: Sequence[Part] = (),
         metadata: Any = None,
+        *,
+        config: dict[str, Any] | None = None,
     ) -> AgentTurn:
         """Answer the paused turn and stream the continuation."""
-        return self.send_stream(
-            AgentInput(resume=ToolResume(respond=list(respond), restart=list(restart), metadata=metadata))
-        )
+        resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
+        return self.send_stream(AgentInput(resume=resume), config=config)
 
     async def resume(
         self,
         respond: Sequence[Part] = (),
         restart: Sequence[Part] = (),
         metadata: Any = None,
+        *,
+        config: dict[str, Any] | None = None,
     ) -> AgentResponse:
         """Answer the paused turn: `respond` parts supply outputs, `restart`
         parts re-run tools. Both lists may be used at once."""
-        return await self.resume_stream(respond, restart, metadata).response
+        return await self.resume_stream(respond, restart, metadata, config=config).response
 
-    async def detach(self, input: str | Message | AgentInput | dict[str, Any]) -> DetachedTask:
+    async def detach(self, input: InputLike) -> DetachedTask:
         """Start a turn that goes on in the background; returns a `DetachedTask`."""
         inp = _as_input(input).model_copy(update={"detach": True})
         res = await self.send(inp)
@@ -285,23 +298,33 @@ class Chat:
         return None
 
     # -- sync twins ------------------------------------------------------------------
-    def send_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> AgentResponse:
-        return _sync.run(self.send(input))
+    def send_sync(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentResponse:
+        return _sync.run(self.send(input, config=config))
 
-    def send_stream_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> SyncAgentTurn:
-        return SyncAgentTurn(self.send_stream(input))
+    def send_stream_sync(self, input: InputLike, *, config: dict[str, Any] | None = None) -> SyncAgentTurn:
+        return SyncAgentTurn(self.send_stream(input, config=config))
 
     def resume_sync(
-        self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None
+        self,
+        respond: Sequence[Part] = (),
+        restart: Sequence[Part] = (),
+        metadata: Any = None,
+        *,
+        config: dict[str, Any] | None = None,
     ) -> AgentResponse:
-        return _sync.run(self.resume(respond, restart, metadata))
+        return _sync.run(self.resume(respond, restart, metadata, config=config))
 
     def resume_stream_sync(
-        self, respond: Sequence[Part] = (), restart: Sequence[Part] = (), metadata: Any = None
+        self,
+        respond: Sequence[Part] = (),
+        restart: Sequence[Part] = (),
+        metadata: Any = None,
+        *,
+        config: dict[str, Any] | None = None,
     ) -> SyncAgentTurn:
-        return SyncAgentTurn(self.resume_stream(respond, restart, metadata))
+        return SyncAgentTurn(self.resume_stream(respond, restart, metadata, config=config))
 
-    def detach_sync(self, input: str | Message | AgentInput | dict[str, Any]) -> DetachedTask:
+    def detach_sync(self, input: InputLike) -> DetachedTask:
         return _sync.run(self.detach(input))
 
     def abort_sync(self) -> str | None:

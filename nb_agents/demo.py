@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import nb_agents as nba
+from nb_agents.models.defaults import choose_model
 from nb_agents.testing import FunctionModel
 from nb_agents.types import GenerateRequest
 
@@ -36,19 +37,30 @@ class ApprovalReply(BaseModel):
     approved: bool
 
 
-def build_agent(store: nba.SessionStore | None = None) -> tuple[nba.Agent, nba.Tool, dict[str, float]]:
+def offline_model() -> FunctionModel:
+    """The rule-based stand-in used when no API key is set."""
+    return FunctionModel(_rules, name="offline-demo")
+
+
+def build_agent(
+    store: nba.SessionStore | None = None, model: nba.Model | None = None
+) -> tuple[nba.Agent, nba.Tool, dict[str, float]]:
     """The demo agent, its transfer tool and the accounts it moves money between."""
     accounts = {"checking": 1200.0, "savings": 300.0}
     transactions: list[TransferInput] = []
 
     @nba.tool(name="getBalance")
     def get_balance(account: str) -> float:
-        """The balance of an account."""
+        """The balance of an account: 'checking' or 'savings'."""
+        if account not in accounts:
+            raise nba.ToolFail(f"unknown account {account!r}; use 'checking' or 'savings'")
         return accounts[account]
 
     @nba.resumable_tool(name="transferMoney", resume=ApprovalReply)
     def transfer_money(inp: TransferInput, reply: ApprovalReply | None) -> TransferOutput:
         """Transfer money from checking, pausing for the user's approval."""
+        if inp.toAccount not in accounts:
+            raise nba.ToolFail(f"unknown account {inp.toAccount!r}; use 'checking' or 'savings'")
         if reply is None:
             raise nba.Interrupt({"details": f"Transfer ${inp.amount:,.2f} from checking to {inp.toAccount}"})
         if not reply.approved:
@@ -60,7 +72,7 @@ def build_agent(store: nba.SessionStore | None = None) -> tuple[nba.Agent, nba.T
 
     agent = nba.define_agent(
         "bankingAgent",
-        model=FunctionModel(_rules, name="offline-demo"),
+        model=model or offline_model(),
         system="You are a banking assistant. Use transferMoney to move funds; it pauses for approval.",
         tools=[get_balance, transfer_money],
         store=store or nba.InMemorySessionStore(),
@@ -111,10 +123,17 @@ def _ask(prompt: str, assume_yes: bool) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nb_agents.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--yes", action="store_true", help="approve every transfer without asking")
+    parser.add_argument("--offline", action="store_true", help="use the offline model even if a key is set")
     args = parser.parse_args(argv)
-    agent, transfer_money, accounts = build_agent()
+    if args.offline:
+        model: nba.Model = offline_model()
+        description = "model: offline rule-based demo model (--offline)"
+    else:
+        choice = choose_model(offline_model())
+        model, description = choice.model, choice.description
+    agent, transfer_money, accounts = build_agent(model=model)
     print("nb_agents demo: a banking agent whose transfers pause for your approval.")
-    print("(model: an offline rule-based demo model; no API key needed)\n")
+    print(f"({description})\n")
     chat = agent.chat()
     for text in [
         "What's my checking balance?",

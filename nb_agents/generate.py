@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,17 @@ from .types import (
     ToolResume,
 )
 
-__all__ = ["PromptTurn"]
+__all__ = ["CALL_CONFIG", "PromptTurn", "merged_config"]
+
+CALL_CONFIG: ContextVar[dict[str, Any] | None] = ContextVar("nb_agents_call_config", default=None)
+"""Model config for the current call (``chat.send(..., config=)``), over the agent's."""
+
+
+def merged_config(agent_config: Any, call_config: dict[str, Any] | None) -> Any:
+    """The agent's model config with the per-call keys laid over it."""
+    if not call_config:
+        return agent_config
+    return {**(agent_config or {}), **call_config}
 
 
 @dataclass
@@ -155,7 +166,7 @@ class PromptTurn:
     async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],
-            config=self.config,
+            config=merged_config(self.config, CALL_CONFIG.get()),
             tools=self._definitions,
             tool_choice=None,
             output=None,

@@ -5,25 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from store_kinds import STORE_KINDS, make_store
 
 import nb_agents as nba
-
-STORE_KINDS = ["memory", "file", "sqlite"]
-
-
-def make_store(kind: str, path: Path) -> nba.SessionStore:
-    """A fresh store of `kind` ("memory", "file" or "sqlite") under `path`."""
-    if kind == "memory":
-        return nba.InMemorySessionStore()
-    if kind == "file":
-        from nb_agents.stores.file import FileSessionStore
-
-        return FileSessionStore(path / "sessions")
-    if kind == "sqlite":
-        from nb_agents.stores.sqlite import SqliteSessionStore
-
-        return SqliteSessionStore(path / "agents.db")
-    raise ValueError(kind)
 
 
 @pytest.fixture

@@ -47,11 +47,10 @@ async def main(argv: list[str]) -> None:
         print(out.finish_reason, out.snapshot_id)
         return
     go = Path(argv[3])
-    (go.parent / f"ready-{os.getpid()}").touch()  # imported and connected: ready to race
+    (turn,) = await agent.pending()  # read before the race: the other process may finish first
+    (go.parent / f"ready-{os.getpid()}").touch()  # ready to race
     while not go.exists():
         time.sleep(0.005)
-    pending = await agent.pending()
-    (turn,) = pending
     res = await turn.chat().resume(restart=[turn.interrupts[0].restart(resumed=True)])
     print(res.finish_reason, res.snapshot_id)
 

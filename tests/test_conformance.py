@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 import pytest
 import yaml
-from conftest import STORE_KINDS, make_store
 from pydantic import BaseModel
+from store_kinds import STORE_KINDS, make_store
 
 import nb_agents as nba
 from nb_agents.testing import ScriptedModel

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ from nb_agents import demo
 
 
 def test_demo_approves_with_yes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert demo.main(["--yes"]) == 0
+    assert demo.main(["--yes", "--offline"]) == 0
     out = capsys.readouterr().out
     assert "pause> the agent wants to run transferMoney: Transfer $500.00 from checking to savings" in out
     assert "Done: the transfer went through (transaction txn-0001)." in out
@@ -20,7 +21,12 @@ def test_demo_approves_with_yes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_demo_prompt_answer_no_keeps_the_money() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "nb_agents.demo"], input="n\n", capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "nb_agents.demo"],
+        input="n\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "NB_AGENTS_MODEL"},
     )
     assert proc.returncode == 0, proc.stderr
     assert "Approve? [y/N]" in proc.stdout

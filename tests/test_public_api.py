@@ -71,9 +71,6 @@ def test_design_names_exist_at_top_level() -> None:
     assert not_exported == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="DESIGN.md uses nba.SqliteSessionStore and nba.remote_agent; not built yet"
-)
 def test_planned_design_names_exist_at_top_level() -> None:
     assert [n for n in DESIGN_NAMES_PLANNED if not hasattr(nba, n)] == []
 

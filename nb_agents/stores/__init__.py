@@ -5,6 +5,8 @@
 restart.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .base import AuditRecord, ResumeClaim, SessionStore
 from .file import FileSessionStore
 from .memory import InMemorySessionStore
@@ -14,7 +16,20 @@ __all__ = [
     "AuditRecord",
     "FileSessionStore",
     "InMemorySessionStore",
+    "PostgresSessionStore",
     "ResumeClaim",
     "SessionStore",
     "SqliteSessionStore",
 ]
+
+if TYPE_CHECKING:
+    from .postgres import PostgresSessionStore
+
+
+def __getattr__(name: str) -> Any:
+    # psycopg is optional and heavy: import the PostgreSQL store only when asked for
+    if name == "PostgresSessionStore":
+        from .postgres import PostgresSessionStore
+
+        return PostgresSessionStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
