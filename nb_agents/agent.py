@@ -19,7 +19,7 @@ from . import _sync
 from .chat import AgentInterrupt, Chat
 from .connection import AgentConnection
 from .errors import InvalidArgumentError, PermissionDeniedError
-from .generate import PromptTurn
+from .generate import CALL_CONFIG, PromptTurn
 from .middleware import Middleware
 from .models.base import Model
 from .resume import canonical
@@ -171,6 +171,7 @@ class Agent:
         session_id: str | None = None,
         state: SessionState | dict[str, Any] | None = None,
         on_chunk: ChunkSink | None = None,
+        config: dict[str, Any] | None = None,
     ) -> AgentOutput:
         """Run one turn (Go ``agent.Run``); a failed turn is returned in-band.
 
@@ -184,7 +185,11 @@ class Agent:
             if isinstance(input, AgentInput)
             else AgentInput(message=Message(role="user", content=[Part(text=input or "")]))
         )
-        return await self._invoke(inp, _init(snapshot_id, session_id, state), on_chunk=on_chunk)
+        token = CALL_CONFIG.set(config)
+        try:
+            return await self._invoke(inp, _init(snapshot_id, session_id, state), on_chunk=on_chunk)
+        finally:
+            CALL_CONFIG.reset(token)
 
     async def run_text(self, text: str, **kwargs: Any) -> AgentOutput:
         """Run one turn with a user text message."""
