@@ -16,7 +16,7 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from . import middleware
-from .agent import Agent, PendingTurn, define_agent, define_custom_agent
+from .agent import Agent, AuditTrail, PendingTurn, PendingTurns, define_agent, define_custom_agent
 from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
 from .errors import (
@@ -87,6 +87,7 @@ __all__ = [
     "AgentTurn",
     "Artifact",
     "AuditRecord",
+    "AuditTrail",
     "Chat",
     "DetachedTask",
     "FailedPreconditionError",
@@ -107,6 +108,7 @@ __all__ = [
     "NotFoundError",
     "Part",
     "PendingTurn",
+    "PendingTurns",
     "PermissionDeniedError",
     "PostgresSessionStore",
     "RemoteAgent",
