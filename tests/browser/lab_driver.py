@@ -1,0 +1,388 @@
+"""Driving a real JupyterLab in headless Chromium: the server and the page.
+
+`LabServer` runs one JupyterLab on 127.0.0.1 (a free port, a known token, no
+browser, a temp root folder, Jupyter's folders isolated by `jupyter_env`) and
+talks to its REST API. `LabPage` wraps a Playwright page with the moves a
+person makes: open a notebook, Run > Run All Cells, run one cell, click a
+widget button by its label, read a cell's output, Kernel > Restart Kernel,
+and wait for the kernel to be idle. Every wait that times out saves a
+screenshot, the page's HTML and its console log under the artifacts folder and
+fails with an `AssertionError` naming the screenshot.
+
+Cells are counted from 0 over all cells (markdown included), as they appear.
+
+Example (inside a test that takes the ``lab`` fixture from conftest.py):
+    >>> lab.open_notebook(NOTEBOOKS / "_smoke.ipynb")
+    >>> lab.run_all()
+    >>> lab.click_button("Approve", cell=1)
+    >>> lab.wait_for_output("clicked: approved", cell=1)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Locator, Page
+
+__all__ = ["CHROMIUM_ARGS", "TIMEOUT_MS", "LabPage", "LabServer"]
+
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    # Without these Chromium keeps dialing out, and the closed network refuses it.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+"""Flags for Debian's Chromium, headless, as root, on a machine with no outside network."""
+
+TIMEOUT_MS = 60_000
+"""How long any one wait may take: generous, for a busy 2-core CI machine."""
+
+# The notebook on show (other tabs are hidden by Lumino, not removed).
+_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+# Records, per cell, that its prompt showed "[*]" since the last reset: a run is
+# seen even when it is too quick to catch by polling, or ends on the same count.
+_WATCH_RUNS = """(panelSelector) => {
+  window.__nbaRan = new Set();
+  if (window.__nbaRunObserver) { window.__nbaRunObserver.disconnect(); }
+  const panel = document.querySelector(panelSelector);
+  const note = () => {
+    panel.querySelectorAll('.jp-Notebook .jp-Cell').forEach((cell, index) => {
+      const prompt = cell.querySelector('.jp-InputPrompt');
+      if (prompt && prompt.textContent.includes('[*]')) { window.__nbaRan.add(index); }
+    });
+  };
+  window.__nbaRunObserver = new MutationObserver(note);
+  window.__nbaRunObserver.observe(panel, {subtree: true, childList: true, characterData: true});
+}"""
+
+# True when the kernel is idle and every non-empty code cell in `cells` (all when
+# null) has run since _WATCH_RUNS and no longer shows "[*]".
+_RUNS_DONE = """([panelSelector, cells]) => {
+  const panel = document.querySelector(panelSelector);
+  const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  if (!indicator || indicator.getAttribute('data-status') !== 'idle') { return false; }
+  const all = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  return (cells === null ? all.map((_, i) => i) : cells).every((index) => {
+    const cell = all[index];
+    if (!cell) { return false; }
+    if (!cell.classList.contains('jp-CodeCell')) { return true; }
+    const source = cell.querySelector('.jp-InputArea-editor');
+    if (!source || !source.textContent.trim()) { return true; }
+    const prompt = cell.querySelector('.jp-InputPrompt').textContent;
+    return window.__nbaRan.has(index) && !prompt.includes('[*]');
+  });
+}"""
+
+_WATCH_STATUS = """(panelSelector) => {
+  const panel = document.querySelector(panelSelector);
+  const read = () => {
+    const el = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+    return el ? el.getAttribute('data-status') : null;
+  };
+  window.__nbaStatuses = [read()];
+  if (window.__nbaStatusObserver) { window.__nbaStatusObserver.disconnect(); }
+  window.__nbaStatusObserver = new MutationObserver(() => {
+    const now = read();
+    if (now !== window.__nbaStatuses[window.__nbaStatuses.length - 1]) { window.__nbaStatuses.push(now); }
+  });
+  window.__nbaStatusObserver.observe(panel, {subtree: true, childList: true, attributes: true,
+                                             attributeFilter: ['data-status']});
+}"""
+
+# True once the kernel has left "idle" (it restarted) and is idle again.
+_RESTARTED = """(panelSelector) => {
+  const seen = window.__nbaStatuses || [];
+  const el = document.querySelector(panelSelector + ' .jp-Notebook-ExecutionIndicator');
+  return seen.some((s) => s !== 'idle') && el !== null && el.getAttribute('data-status') === 'idle';
+}"""
+
+
+# True when the notebook has a kernel (the toolbar names it) and that kernel is idle.
+# The execution indicator alone says "idle" before any kernel exists.
+_KERNEL_READY = """(panelSelector) => {
+  const panel = document.querySelector(panelSelector);
+  if (!panel) { return false; }
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  const name = panel.querySelector('.jp-Toolbar-kernelName');
+  const kernel = name ? name.textContent.trim() : '';
+  return indicator !== null && indicator.getAttribute('data-status') === 'idle'
+    && kernel !== '' && kernel !== 'No Kernel';
+}"""
+
+
+class LabServer:
+    """One JupyterLab process on 127.0.0.1, serving a temp root folder.
+
+    Example:
+        >>> server = LabServer.start(tmp / "lab", isolated_env(tmp / "jupyter", static=False))
+        >>> server.api("GET", "/api/status")["started"]
+        >>> server.stop()
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], url: str, token: str, root: Path, log: Path):
+        self.process = process
+        self.url = url
+        self.token = token
+        self.root = root
+        self.log = log
+        self._http = httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}, timeout=30)
+
+    @classmethod
+    def start(cls, base: Path, env: dict[str, str], *, timeout: float = 180.0) -> LabServer:
+        """Start JupyterLab with its root and log under `base`; wait until /api/status answers."""
+        root = base / "root"
+        root.mkdir(parents=True, exist_ok=True)
+        token = os.urandom(16).hex()
+        for attempt in range(3):  # the free port may be taken between probe and bind
+            port = _free_port()
+            log = base / f"jupyterlab-{attempt}.log"
+            cmd = [
+                sys.executable, "-m", "jupyterlab",
+                "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--ServerApp.terminals_enabled=False",
+                # ends by itself if a crashed test run ever leaves it behind
+                "--ServerApp.shutdown_no_activity_timeout=1800",
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ]  # fmt: skip
+            if os.geteuid() == 0:
+                cmd.append("--allow-root")
+            with log.open("wb") as sink:
+                process = subprocess.Popen(
+                    cmd, cwd=root, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            server = cls(process, f"http://127.0.0.1:{port}", token, root, log)
+            if server._wait_ready(timeout):
+                return server
+            server.stop()
+            if "already in use" not in _tail(log):
+                break
+        raise RuntimeError(f"JupyterLab did not start within {timeout:.0f}s; its log ({log}):\n{_tail(log)}")
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                if self._http.get("/api/status").status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        return False
+
+    def api(self, method: str, path: str) -> Any:
+        """Call the server's REST API (token sent); the decoded JSON, or None for 204."""
+        response = self._http.request(method, path)
+        response.raise_for_status()
+        return response.json() if response.content else None
+
+    def add_notebook(self, source: Path, folder: str) -> str:
+        """Copy `source` into ``<root>/<folder>/`` and return its path relative to the root."""
+        target = self.root / folder / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        return target.relative_to(self.root).as_posix()
+
+    def lab_url(self, path: str) -> str:
+        """The Lab URL that opens `path` in a fresh workspace (``reset`` skips restoring old tabs)."""
+        return f"{self.url}/lab/tree/{path}?reset&token={self.token}"
+
+    def shutdown_kernels(self) -> None:
+        """End every session and kernel, so the next test starts from none."""
+        for session in self.api("GET", "/api/sessions"):
+            self._http.delete(f"/api/sessions/{session['id']}")
+        for kernel in self.api("GET", "/api/kernels"):
+            self._http.delete(f"/api/kernels/{kernel['id']}")
+
+    def stop(self) -> None:
+        """Shut down kernels and the server (politely, then by force)."""
+        if self.process.poll() is None:
+            try:
+                self.shutdown_kernels()
+            except (httpx.HTTPError, ValueError):
+                pass
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self._http.close()
+
+
+class LabPage:
+    """A Playwright page showing JupyterLab, with the moves a notebook user makes.
+
+    Args:
+        page: A fresh Playwright page.
+        server: The running `LabServer`.
+        artifacts: Where screenshots of failures go.
+        name: A file-safe name for this test (notebook folder and artifact names).
+    """
+
+    def __init__(self, page: Page, server: LabServer, artifacts: Path, name: str):
+        self.page = page
+        self.server = server
+        self.artifacts = artifacts
+        self.name = name
+        self.console: list[str] = []
+        self.saved: list[Path] = []  # screenshots taken so far
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda message: self.console.append(f"[{message.type}] {message.text}"))
+        page.on("pageerror", lambda error: self.console.append(f"[pageerror] {error}"))
+
+    # --- locating ---------------------------------------------------------------
+
+    @property
+    def notebook(self) -> Locator:
+        """The notebook panel on show."""
+        return self.page.locator(_PANEL)
+
+    def cell(self, index: int) -> Locator:
+        """The `index`-th cell (from 0, markdown cells included)."""
+        return self.notebook.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def _outputs(self, cell: int | None) -> Locator:
+        scope = self.notebook if cell is None else self.cell(cell)
+        return scope.locator(".jp-OutputArea-output")
+
+    # --- moves ------------------------------------------------------------------
+
+    def open_notebook(self, source: Path) -> None:
+        """Copy `source` into the server's root, open it in Lab and wait for its kernel to be idle."""
+        path = self.server.add_notebook(source, self.name)
+        self.page.goto(self.server.lab_url(path))
+        self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
+        self._wait(
+            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL),
+            f"the kernel of {path} did not start and become idle",
+        )
+
+    def menu(self, menu: str, command: str) -> None:
+        """Click `menu` in the menu bar, then its entry for the Lab command id `command`."""
+        self._wait(
+            lambda: self.page.locator(
+                "#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(f"^{menu}$")
+            ).click(),
+            f"no '{menu}' menu",
+        )
+        self._wait(
+            lambda: self.page.locator(f".lm-Menu-item[data-command='{command}']").click(),
+            f"no entry for the command '{command}' in the '{menu}' menu",
+        )
+
+    def run_all(self) -> None:
+        """Run > Run All Cells, then wait until every code cell has run and the kernel is idle."""
+        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.menu("Run", "runmenu:run-all")
+        self._wait_for_runs(None)
+
+    def run_cell(self, index: int) -> None:
+        """Select cell `index`, Run > Run Selected Cell..., and wait until it has run."""
+        self._wait(lambda: self.cell(index).locator(".jp-InputPrompt").click(), f"no cell {index}")
+        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.menu("Run", "notebook:run-cell")
+        self._wait_for_runs([index])
+
+    def restart_kernel(self) -> None:
+        """Kernel > Restart Kernel..., confirm, and wait until the new kernel is idle."""
+        self.page.evaluate(_WATCH_STATUS, _PANEL)
+        self.menu("Kernel", "kernelmenu:restart")
+        self._wait(lambda: self.page.locator(".jp-Dialog .jp-mod-accept").click(), "no restart dialog")
+        self._wait(
+            lambda: self.page.wait_for_function(_RESTARTED, arg=_PANEL),
+            "the kernel did not restart and come back idle",
+        )
+
+    def wait_until_idle(self) -> None:
+        """Wait until the notebook has a kernel and it is idle."""
+        self._wait(
+            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL), "the kernel did not become idle"
+        )
+
+    def click_button(self, label: str, *, cell: int | None = None) -> None:
+        """Click the widget button labelled exactly `label` in an output (of `cell`, if given)."""
+        buttons = self._outputs(cell).get_by_role("button", name=label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: buttons.first.wait_for(), f"no button '{label}' in {where}")
+        if buttons.count() > 1:
+            self.fail(f"{buttons.count()} buttons '{label}' in {where}; pass cell= to pick one")
+        self._wait(lambda: buttons.click(), f"could not click the button '{label}' in {where}")
+
+    def wait_for_output(self, text: str, *, cell: int | None = None) -> Locator:
+        """Wait until an output (of `cell`, if given) contains `text` (case-sensitive); return it."""
+        found = self._outputs(cell).filter(has_text=re.compile(re.escape(text))).first
+        where = "any output" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: found.wait_for(), f"'{text}' never appeared in {where}")
+        return found
+
+    def output_text(self, cell: int) -> str:
+        """The text a person sees in cell `cell`'s output area (widgets included)."""
+        return self.cell(cell).locator(".jp-Cell-outputArea").inner_text()
+
+    # --- failures ---------------------------------------------------------------
+
+    def save_artifacts(self, label: str) -> Path:
+        """Save a screenshot, the page's HTML and its console log; return the screenshot's path."""
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        stem = self.artifacts / f"{self.name}-{label}"
+        shot = stem.with_suffix(".png")
+        try:
+            self.page.screenshot(path=str(shot), full_page=True)
+            stem.with_suffix(".html").write_text(self.page.content(), encoding="utf-8")
+        except PlaywrightError as exc:  # the page may be gone
+            self.console.append(f"[artifacts] could not capture the page: {exc}")
+        stem.with_suffix(".console.txt").write_text("\n".join(self.console) + "\n", encoding="utf-8")
+        self.saved.append(shot)
+        return shot
+
+    def fail(self, message: str) -> NoReturn:
+        """Save the artifacts and fail the test with `message` and the screenshot's path."""
+        shot = self.save_artifacts(re.sub(r"\W+", "-", message)[:40].strip("-") or "failure")
+        raise AssertionError(f"{message} (screenshot: {shot})")
+
+    def _wait(self, action: Any, message: str) -> None:
+        try:
+            action()
+        except PlaywrightError as exc:  # TimeoutError is a subclass
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.fail(f"{message}: {first_line}")
+
+    def _wait_for_runs(self, cells: list[int] | None) -> None:
+        which = "every cell" if cells is None else f"cell {cells[0]}"
+        self._wait(
+            lambda: self.page.wait_for_function(_RUNS_DONE, arg=[_PANEL, cells]),
+            f"{which} did not finish running (or the kernel never became idle)",
+        )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
