@@ -1,0 +1,213 @@
+"""Turn a results dict into the summary (ratios, targets) and the README tables.
+
+Pure functions over the JSON that `run.py` writes, so a results file can be
+re-rendered later: ``python benchmarks/report.py benchmarks/results/<date>.json``
+rewrites the generated part of ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+README = os.path.join(HERE, "README.md")
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+US = "nb_agents"
+TURN_SCENARIOS = ("S1", "S2", "S3")
+S4_STORES = ("S4-memory", "S4-sqlite")
+LABELS = {
+    "S1": "S1 text turn",
+    "S2": "S2 one tool call",
+    "S3": "S3 approval cycle",
+    "S3-sync": "S3 via `_sync` twins",
+}
+
+
+def _ok(entry: dict[str, Any] | None) -> bool:
+    return bool(entry) and entry.get("status") == "ok"
+
+
+def _median(entry: dict[str, Any] | None) -> float | None:
+    if entry is None or not _ok(entry) or "stats" not in entry:
+        return None
+    return float(entry["stats"]["median_us"])
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """Ratios against each peer from the same run, and the issue's targets (reported, not asserted)."""
+    sc = results.get("scenarios", {})
+    summary: dict[str, Any] = {"turns": {}, "s4": {}}
+    targets: dict[str, Any] = {}
+    for name in TURN_SCENARIOS:
+        ours = _median(sc.get(name, {}).get(US))
+        peers = {p: _median(e) for p, e in sc.get(name, {}).items() if p != US and _median(e) is not None}
+        row: dict[str, Any] = {"nb_agents_us": ours, "peer_over_nb": {}}
+        for p, m in peers.items():
+            row["peer_over_nb"][p] = round(m / ours, 2) if ours else None
+        if peers and ours:
+            fastest = min(peers, key=lambda p: peers[p] or 0.0)
+            row["fastest_peer"] = fastest
+            row["nb_over_fastest"] = round(ours / (peers[fastest] or 1.0), 3)
+            targets[f"{name}: nb_agents <= 1/5 of fastest peer"] = row["nb_over_fastest"] <= 0.2
+        summary["turns"][name] = row
+    for store in S4_STORES:
+        for peer, e in sc.get(store, {}).items():
+            for variant, entry in _s4_variants(peer, e, sc, store):
+                if _ok(entry):
+                    summary["s4"].setdefault(store, {})[variant] = {
+                        "first_us": entry["first"]["median_us"],
+                        "last_us": entry["last"]["median_us"],
+                        "ratio": entry["ratio_last_first"],
+                        "bytes": entry.get("bytes_stored"),
+                        "store": entry.get("store"),
+                    }
+        ours = summary["s4"].get(store, {}).get(US)
+        if ours:
+            targets[f"{store}: last-10 cycles <= 1.3x first-10"] = ours["ratio"] <= 1.3
+    sq = summary["s4"].get("S4-sqlite", {})
+    if sq.get(US) and sq[US]["bytes"] is not None:
+        others = [v["bytes"] for k, v in sq.items() if k != US and v["bytes"] is not None]
+        if others:
+            targets["S4-sqlite: nb_agents bytes below every peer's"] = sq[US]["bytes"] < min(others)
+    imp = results.get("import", {}).get(US, {})
+    if imp.get("status") == "ok":
+        targets["import nb_agents < 150 ms"] = imp["net_ms"] < 150
+        targets["import pulls no ipywidgets/starlette/psycopg"] = not imp.get("forbidden_loaded")
+    summary["targets"] = targets
+    return summary
+
+
+def _s4_variants(peer: str, entry: dict[str, Any], sc: dict[str, Any], store: str) -> list[tuple[str, Any]]:
+    out = [(peer, entry)]
+    if store == "S4-sqlite":
+        extra = sc.get("S4-sqlite-sync", {}).get(peer)
+        if extra:
+            out.append((f"{peer} (sync API)", extra))
+    return out
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} µs"
+
+
+def _cell(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "not run"
+    if entry.get("status") != "ok":
+        return f"**{entry.get('status')}**"
+    st = entry["stats"]
+    return f"{_us(st['median_us'])} (IQR {_us(st['iqr_us'])})"
+
+
+def render(results: dict[str, Any]) -> str:
+    """The generated README section (Markdown)."""
+    m = results["machine"]
+    sc = results["scenarios"]
+    summary = results.get("summary") or summarize(results)
+    peers = results["peer_order"]
+    dirty = " (with uncommitted changes)" if results["git"]["nb_agents_dirty"] else ""
+    lines = [
+        f"Run of **{results['date']}** on {m['cpu_model']}, {m['cores']} cores, {m['ram_gib']} GiB RAM, "
+        f"{m['os']}; Python {results['python']}; nb_agents at commit `{results['git']['commit']}`"
+        f"{dirty}. Mode: `{results['mode']}` "
+        f"(S1-S3: {results['args']['n']} timed iterations after {results['args']['warmup']} warm-up; "
+        f"S4: {results['args']['cycles']} cycles). Raw numbers: `{results['out']}`.",
+        "",
+        "Versions: "
+        + "; ".join(
+            f"{p}: " + ", ".join(f"{k} {v}" for k, v in results["peers"][p].get("versions", {}).items())
+            for p in peers
+            if results["peers"][p].get("versions")
+        )
+        + ".",
+        "",
+        "### S1-S3: one turn, median per iteration (IQR), lower is better",
+        "",
+        "| scenario | " + " | ".join(peers) + " | nb_agents / fastest peer |",
+        "|---" * (len(peers) + 2) + "|",
+    ]
+    for name in (*TURN_SCENARIOS, "S3-sync"):
+        if name not in sc:
+            continue
+        row = summary["turns"].get(name, {})
+        ratio = (
+            f"{row['nb_over_fastest']:.3f} (vs {row['fastest_peer']})" if row.get("nb_over_fastest") else ""
+        )
+        lines.append(
+            f"| {LABELS[name]} | " + " | ".join(_cell(sc[name].get(p)) for p in peers) + f" | {ratio} |"
+        )
+    lines += ["", "Peer time ÷ nb_agents time (how many times slower than nb_agents):", ""]
+    for name in TURN_SCENARIOS:
+        row = summary["turns"].get(name, {})
+        if row.get("peer_over_nb"):
+            lines.append(f"- {name}: " + ", ".join(f"{p} {r}x" for p, r in row["peer_over_nb"].items()))
+    lines += [
+        "",
+        f"### S4: {results['args']['cycles']} approval cycles in one session, stateless per request",
+        "",
+        "| store | peer | backend | first 10 cycles | last 10 cycles | last/first | bytes (db + wal) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for store in S4_STORES:
+        for variant, row in summary["s4"].get(store, {}).items():
+            b = f"{row['bytes']:,}" if row["bytes"] is not None else "—"
+            lines.append(
+                f"| {store[3:]} | {variant} | {row['store'] or ''} | {_us(row['first_us'])} | "
+                f"{_us(row['last_us'])} | {row['ratio']:.2f} | {b} |"
+            )
+        for peer, e in sc.get(store, {}).items():
+            if not _ok(e):
+                lines.append(f"| {store[3:]} | {peer} | | **{e.get('status')}** | | | |")
+    lines += [
+        "",
+        "### Import time and memory",
+        "",
+        "| peer | module | import (net of bare interpreter) | peak RSS of the S3 process |",
+        "|---|---|---|---|",
+    ]
+    for p in peers:
+        imp = results["import"].get(p, {})
+        rss = sc.get("S3", {}).get(p, {}).get("peak_rss_kib")
+        imp_txt = f"{imp['net_ms']:.0f} ms (IQR {imp['iqr_ms']:.0f})" if imp.get("status") == "ok" else "—"
+        rss_txt = f"{rss / 1024:.0f} MiB" if rss else "—"
+        lines.append(f"| {p} | `{imp.get('module', '')}` | {imp_txt} | {rss_txt} |")
+    us = results["import"].get(US, {})
+    if us.get("importtime_ms") is not None:
+        lines += [
+            "",
+            f"`python -X importtime`: `nb_agents` cumulative {us['importtime_ms']:.0f} ms; "
+            f"loaded of ipywidgets/starlette/psycopg: {us.get('forbidden_loaded') or 'none'}.",
+        ]
+    lines += ["", "### S5: HTTP under load", "", f"{results['S5']['status']}: {results['S5']['reason']}"]
+    lines += ["", "### Targets from issue 7 (reported, never asserted)", ""]
+    for k, v in summary["targets"].items():
+        lines.append(f"- {k}: {'met' if v else '**not met**'}")
+    failures = [f"{p}: {e['error']}" for p, e in results["peers"].items() if e.get("error")]
+    for name, by_peer in sc.items():
+        failures += [f"{name} / {p}: {e.get('error')}" for p, e in by_peer.items() if e.get("status") != "ok"]
+    if failures:
+        lines += ["", "### Peers or scenarios that could not run", ""]
+        lines += [f"- {f.splitlines()[0] if f else f}" for f in failures]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(results: dict[str, Any], path: str = README) -> None:
+    """Replace the generated section of the README (between the markers)."""
+    with open(path) as fh:
+        text = fh.read()
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    with open(path, "w") as fh:
+        fh.write(f"{head}{START}\n{render(results)}{END}{tail}")
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as fh:
+        data = json.load(fh)
+    write_readme(data)
+    print(f"rewrote the results section of {README}")

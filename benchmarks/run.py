@@ -1,0 +1,272 @@
+"""Benchmark nb_agents against its peers in one run (``make bench``).
+
+Usage::
+
+    .venv/bin/python benchmarks/run.py                 # the full run (~10 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --quick         # a fast smoke of every path
+    .venv/bin/python benchmarks/run.py --peers nb_agents langgraph --out /tmp/r.json
+    .venv/bin/python benchmarks/run.py --profile       # then profile nb_agents (pyinstrument)
+
+nb_agents runs in the interpreter running this script (the project's
+``.venv``); each peer runs in its own ``benchmarks/.venvs/<peer>`` built from
+``peers/<peer>/requirements.txt``. Every scenario runs in a fresh process per
+peer (``peers/<peer>/bench.py``), peers interleaved scenario by scenario so
+that machine drift hits all of them alike. Each iteration checks its own
+outcome; a failed check fails the run (exit 1) after the results are written.
+Numbers are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import report  # noqa: E402
+import venvs  # noqa: E402
+
+PEERS = ("nb_agents", "genkit", "pydantic_ai", "langgraph", "openai_agents")
+MODULES = {
+    "nb_agents": "nb_agents",
+    "genkit": "genkit.exp",
+    "pydantic_ai": "pydantic_ai",
+    "langgraph": "langgraph.graph",
+    "openai_agents": "agents",
+}
+SCENARIOS = ("S1", "S2", "S3", "S3-sync", "S4-memory", "S4-sqlite", "S4-sqlite-sync")
+FORBIDDEN = ("ipywidgets", "starlette", "psycopg")
+WORKER_TIMEOUT_S = 1800
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    ram_kib = 0
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+        with open("/proc/meminfo") as fh:
+            ram_kib = next(int(ln.split()[1]) for ln in fh if ln.startswith("MemTotal"))
+    except OSError:
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": cpu,
+        "ram_gib": round(ram_kib / 1024 / 1024, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def git_state() -> dict[str, Any]:
+    """The commit measured, and whether nb_agents/ had uncommitted changes (others may edit it)."""
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", os.path.dirname(HERE), *args], capture_output=True, text=True)
+        return proc.stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "nb_agents_dirty": bool(git("status", "--porcelain", "nb_agents")),
+    }
+
+
+def _time_cmd(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def import_time(python: str, peer: str, runs: int) -> dict[str, Any]:
+    """Fresh-interpreter import cost: median of ``import X`` minus median of a bare start."""
+    module = MODULES[peer]
+    try:
+        _time_cmd([python, "-c", f"import {module}"])  # warm the OS file cache and .pyc files
+        bare, full = [], []
+        for _ in range(runs):  # interleaved, so drift hits both alike
+            bare.append(_time_cmd([python, "-c", "pass"]))
+            full.append(_time_cmd([python, "-c", f"import {module}"]))
+    except subprocess.CalledProcessError as exc:
+        return {"status": "error", "module": module, "error": (exc.stderr or b"").decode()[-2000:]}
+    q = statistics.quantiles(full, n=4, method="inclusive") if len(full) >= 4 else [min(full), 0, max(full)]
+    out: dict[str, Any] = {
+        "status": "ok",
+        "module": module,
+        "runs": runs,
+        "bare_ms": round(statistics.median(bare), 1),
+        "with_import_ms": round(statistics.median(full), 1),
+        "net_ms": round(statistics.median(full) - statistics.median(bare), 1),
+        "iqr_ms": round(q[2] - q[0], 1),
+    }
+    probe = (
+        f"import sys, json; import {module}; "
+        f"print(json.dumps([len(sys.modules), sorted(m for m in {FORBIDDEN!r} if m in sys.modules)]))"
+    )
+    count, loaded = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout)
+    out.update(modules_loaded=count, forbidden_loaded=loaded)
+    if peer == "nb_agents":
+        cum = []
+        for _ in range(runs):
+            err = subprocess.run(
+                [python, "-X", "importtime", "-c", "import nb_agents"], capture_output=True, text=True
+            )
+            for ln in err.stderr.splitlines():
+                parts = [x.strip() for x in ln.removeprefix("import time:").split("|")]
+                if len(parts) == 3 and parts[2] == "nb_agents":
+                    cum.append(int(parts[1]) / 1000)
+        out["importtime_ms"] = round(statistics.median(cum), 1) if cum else None
+    return out
+
+
+def run_worker(
+    python: str, peer: str, scenario: str, args: argparse.Namespace, workdir: str
+) -> dict[str, Any]:
+    script = os.path.join(HERE, "peers", peer, "bench.py")
+    cmd = [python, script, scenario, "--n", str(args.n), "--warmup", str(args.warmup)]
+    cmd += ["--cycles", str(args.cycles), "--workdir", workdir]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "error": f"no result within {WORKER_TIMEOUT_S} s"}
+    wall = round(time.perf_counter() - t0, 2)
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if line is None:
+        return {
+            "status": "error",
+            "error": f"worker exited {proc.returncode} without a result:\n{proc.stderr[-3000:]}",
+        }
+    out: dict[str, Any] = json.loads(line)
+    out["wall_s"] = wall
+    return out
+
+
+def available(peer: str, scenario: str) -> bool:
+    """Whether the peer's worker defines the scenario (a few are peer-specific variants)."""
+    if scenario == "S3-sync":
+        return peer == "nb_agents"
+    if scenario == "S4-sqlite-sync":
+        return peer == "langgraph"
+    return True
+
+
+def s5_http_under_load() -> dict[str, Any]:
+    # S5 STUB (issue 7, second half): HTTP under load against nb_agents.server and the peers'
+    # servers. Until it is written this reports that nothing was measured, never a number.
+    return {
+        "status": "not measured yet",
+        "reason": "S5 (HTTP under load) is the second half of issue 7; this harness has a stub for it",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a fast smoke: few iterations, 20 S4 cycles")
+    ap.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
+    ap.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    ap.add_argument("--out", help="results JSON (default: benchmarks/results/<date>.json)")
+    ap.add_argument("--n", type=int, help="timed iterations for S1-S3 (default 60; quick 10)")
+    ap.add_argument("--warmup", type=int, help="warm-up iterations (default 10; quick 2)")
+    ap.add_argument("--cycles", type=int, help="S4 cycles (default 200; quick 20)")
+    ap.add_argument(
+        "--import-runs", type=int, help="fresh interpreters per import timing (default 15; quick 3)"
+    )
+    ap.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
+    ap.add_argument("--profile", action="store_true", help="afterwards, profile nb_agents (profile.py)")
+    args = ap.parse_args(argv)
+    q = args.quick
+    args.n = args.n or (10 if q else 60)
+    args.warmup = args.warmup if args.warmup is not None else (2 if q else 10)
+    args.cycles = args.cycles or (20 if q else 200)
+    args.import_runs = args.import_runs or (3 if q else 15)
+    now = dt.datetime.now(dt.UTC)
+    out_path = args.out or os.path.join(HERE, "results", f"{now:%Y-%m-%d}{'-quick' if q else ''}.json")
+
+    envs: dict[str, venvs.PeerEnv] = {}
+    for peer in args.peers:
+        envs[peer] = venvs.PeerEnv(peer, sys.executable) if peer == "nb_agents" else venvs.ensure(peer)
+    results: dict[str, Any] = {
+        "date": now.isoformat(timespec="seconds"),
+        "mode": "quick" if q else "full",
+        "machine": machine(),
+        "python": platform.python_version(),
+        "git": git_state(),
+        "args": {k: getattr(args, k) for k in ("n", "warmup", "cycles", "import_runs")},
+        "out": os.path.relpath(out_path, os.path.dirname(HERE)),
+        "peer_order": list(args.peers),
+        "peers": {
+            p: {"status": "ok" if e.python else "install_failed", "error": e.error} for p, e in envs.items()
+        },
+        "import": {},
+        "scenarios": {},
+        "S5": s5_http_under_load(),
+    }
+    for peer, env in envs.items():
+        if env.python:
+            print(f"[bench] import time: {peer}", flush=True)
+            results["import"][peer] = import_time(env.python, peer, args.import_runs)
+
+    failed: list[str] = []
+    workroot = tempfile.mkdtemp(prefix="nb-bench-")
+    try:
+        for scenario in args.scenarios:
+            for peer, env in envs.items():
+                if not env.python or not available(peer, scenario):
+                    continue
+                workdir = os.path.join(workroot, f"{peer}-{scenario}")
+                os.makedirs(workdir)
+                res = run_worker(env.python, peer, scenario, args, workdir)
+                results["scenarios"].setdefault(scenario, {})[peer] = res
+                if "versions" in res:
+                    results["peers"][peer]["versions"] = res["versions"]
+                print(f"[bench] {scenario:<15} {peer:<14} {_brief(res)}", flush=True)
+                if res["status"] == "check_failed" or (peer == "nb_agents" and res["status"] != "ok"):
+                    failed.append(f"{scenario}/{peer}: {res.get('error')}")
+    finally:
+        shutil.rmtree(workroot, ignore_errors=True)
+
+    results["summary"] = report.summarize(results)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    with open(out_path, "w") as fh:
+        json.dump(results, fh, indent=1)
+    print(f"[bench] results: {out_path}")
+    if not args.no_readme and not args.out:
+        report.write_readme(results)
+        print(f"[bench] table: {os.path.join(HERE, 'README.md')}")
+    print(report.render(results))
+    if args.profile:
+        import profile_nb
+
+        profile_nb.main(["--quick"] if q else [])
+    if failed:
+        print("[bench] FAILED CHECKS:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _brief(res: dict[str, Any]) -> str:
+    if res.get("status") != "ok":
+        return f"{res.get('status')}: {str(res.get('error'))[:200]}"
+    if "stats" in res:
+        st = res["stats"]
+        rss = res["peak_rss_kib"] // 1024
+        return f"median {st['median_us']:.0f} µs  IQR {st['iqr_us']:.0f} µs  rss {rss} MiB"
+    return (
+        f"first-10 {res['first']['median_us']:.0f} µs  last-10 {res['last']['median_us']:.0f} µs  "
+        f"ratio {res['ratio_last_first']:.2f}  bytes {res.get('bytes_stored')}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
