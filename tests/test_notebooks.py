@@ -54,7 +54,7 @@ def run_nbval(notebooks: list[Path], workdir: Path, env: dict[str, str]) -> tupl
 
     Returns the exit code, the combined output, and each nbval item's outcome
     ("passed", "failed", "error" or "skipped") by its name, e.g.
-    ``"quickstart.ipynb::Cell 3"`` (cells count from 0).
+    ``"quickstart.ipynb::Cell 3"`` (nbval counts code cells only, from 0).
     """
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     report = workdir / "nbval-report.xml"

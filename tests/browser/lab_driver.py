@@ -3,8 +3,8 @@
 `LabServer` runs one JupyterLab on 127.0.0.1 (a free port, a known token, no
 browser, a temp root folder, Jupyter's folders isolated by `jupyter_env`) and
 talks to its REST API. `LabPage` wraps a Playwright page with the moves a
-person makes: open a notebook, Run > Run All Cells, run one cell, click a
-widget button by its label, read a cell's output, Kernel > Restart Kernel,
+person makes: open a notebook, Run > Run All Cells, run one cell, type into a
+widget text field and click a widget button by their labels, read a cell's output, Kernel > Restart Kernel,
 and wait for the kernel to be idle. Every wait that times out saves a
 screenshot, the page's HTML and its console log under the artifacts folder and
 fails with an `AssertionError` naming the screenshot.
@@ -14,6 +14,7 @@ Cells are counted from 0 over all cells (markdown included), as they appear.
 Example (inside a test that takes the ``lab`` fixture from conftest.py):
     >>> lab.open_notebook(NOTEBOOKS / "_smoke.ipynb")
     >>> lab.run_all()
+    >>> lab.fill("Note", "ship it", cell=1)
     >>> lab.click_button("Approve", cell=1)
     >>> lab.wait_for_output("clicked: approved", cell=1)
 """
@@ -327,6 +328,17 @@ class LabPage:
         if buttons.count() > 1:
             self.fail(f"{buttons.count()} buttons '{label}' in {where}; pass cell= to pick one")
         self._wait(lambda: buttons.click(), f"could not click the button '{label}' in {where}")
+
+    def fill(self, label: str, text: str, *, cell: int | None = None) -> None:
+        """Type `text` into the widget text field labelled `label` in an output (of `cell`, if given)."""
+        field = self._outputs(cell).get_by_label(label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: field.first.wait_for(), f"no text field '{label}' in {where}")
+        if field.count() > 1:
+            self.fail(f"{field.count()} text fields '{label}' in {where}; pass cell= to pick one")
+        # Typed key by key, like a person: the widget sends its value to the kernel as it changes.
+        self._wait(lambda: field.press_sequentially(text), f"could not type into '{label}' in {where}")
+        self._wait(lambda: field.press("Tab"), f"could not leave '{label}' in {where}")
 
     def wait_for_output(self, text: str, *, cell: int | None = None) -> Locator:
         """Wait until an output (of `cell`, if given) contains `text` (case-sensitive); return it."""

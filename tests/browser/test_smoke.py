@@ -1,8 +1,9 @@
 """The whole browser chain works: JupyterLab, the widget manager, Chromium, Playwright.
 
-notebooks/_smoke.ipynb has a markdown cell (0), an Approve button whose click
-prints into an Output widget (1), and a cell printing the kernel's pid and
-interpreter (2). If these pass, a failing widget test is about the widget.
+notebooks/_smoke.ipynb has a markdown cell (0), a Note field and an Approve
+button whose click prints "clicked: approved" (and the note) into an Output
+widget (1), and a cell printing the kernel's pid and interpreter (2). If these
+pass, a failing widget test is about the widget.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ def test_clicking_a_widget_button_runs_its_handler_in_the_kernel(lab: LabPage) -
     lab.run_all()
     assert "clicked: approved" not in lab.output_text(1)
 
+    lab.fill("Note", "ship it", cell=1)
     lab.click_button("Approve", cell=1)
 
     lab.wait_for_output("clicked: approved", cell=1)
-    assert lab.output_text(1).count("clicked: approved") == 1
+    shown = lab.wait_for_output("note: ship it", cell=1).inner_text()
+    assert shown.count("clicked: approved") == 1, shown
 
 
 def test_restarting_the_kernel_then_rerunning_a_cell_shows_the_new_kernel(lab: LabPage) -> None:
