@@ -4,29 +4,50 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest clean
+.PHONY: demo demo-cli test lint typecheck pytest nbval browser chromium postgres bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,e2e]"
 	touch $(STAMP)
 
+# JupyterLab on 127.0.0.1 with notebooks/quickstart.ipynb (prints the URL with its token)
 demo: $(STAMP)
+	bash scripts/lab_demo.sh
+
+# the terminal banking demo (ARGS=--yes approves without asking)
+demo-cli: $(STAMP)
 	$(BIN)/python -m nb_agents.demo $(ARGS)
 
+chromium:
+	bash scripts/ensure_chromium.sh
+
+postgres:
+	bash scripts/ensure_postgres.sh
+
 lint: $(STAMP)
-	$(BIN)/ruff format --check nb_agents tests
-	$(BIN)/ruff check nb_agents tests
+	$(BIN)/ruff format --check nb_agents tests benchmarks scripts
+	$(BIN)/ruff check nb_agents tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
-	bash scripts/ensure_postgres.sh
-	$(BIN)/pytest -q
+pytest: $(STAMP) postgres
+	$(BIN)/pytest -q -m "not browser" --ignore=tests/test_notebooks.py
 
-test: lint typecheck pytest
+nbval: $(STAMP)
+	$(BIN)/pytest -q tests/test_notebooks.py
+
+browser: $(STAMP) chromium
+	$(BIN)/pytest -q -m browser tests/browser
+
+test: lint typecheck pytest nbval browser
+
+# benchmarks against the peers (not part of `make test`; ARGS=--quick for a smoke run)
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r benchmarks/requirements-profile.txt
+	$(BIN)/python benchmarks/run.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ Example:
     'hi!'
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import middleware
@@ -32,9 +33,8 @@ from .errors import (
 from .interrupts import Interrupt, InterruptCall, interrupt_as
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
-from .remote import RemoteAgent, remote_agent
 from .session import Session, TurnContext
-from .stores import AuditRecord, FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
+from .stores import AuditRecord, InMemorySessionStore, SessionStore
 from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
 from .types import (
     AgentInit,
@@ -58,18 +58,32 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .remote import RemoteAgent, remote_agent
+    from .stores.file import FileSessionStore
     from .stores.postgres import PostgresSessionStore
+    from .stores.sqlite import SqliteSessionStore
 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # PostgreSQL support is optional: psycopg is imported only when it is asked for
-    if name == "PostgresSessionStore":
-        from .stores.postgres import PostgresSessionStore
+# Imported on first use, so that `import nb_agents` stays fast and light: the
+# durable stores, the HTTP client (httpx) and PostgreSQL (psycopg).
+_LAZY = {
+    "FileSessionStore": "nb_agents.stores.file",
+    "SqliteSessionStore": "nb_agents.stores.sqlite",
+    "PostgresSessionStore": "nb_agents.stores.postgres",
+    "RemoteAgent": "nb_agents.remote",
+    "remote_agent": "nb_agents.remote",
+}
 
-        return PostgresSessionStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

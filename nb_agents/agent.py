@@ -155,13 +155,9 @@ class Agent:
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
     ) -> AgentOutput:
-        inv = self.start(init, on_chunk=on_chunk, abort_signal=abort_signal)
-        try:
-            inv.send(inp)
-        except BaseException:
-            inv.close()
-            raise
-        return await inv.output()
+        inv = Invocation(self, init, on_chunk=on_chunk, abort_signal=abort_signal, start=False)
+        inv.send(inp)
+        return await inv.run_inline()
 
     async def run(
         self,

@@ -23,6 +23,7 @@ from .errors import AgentError
 from .generate import CALL_CONFIG
 from .responses import AgentChunk, AgentInterrupt, AgentResponse
 from .runner import Invocation
+from .session import Signal
 from .types import (
     AgentInit,
     AgentInput,
@@ -72,12 +73,12 @@ class AgentTurn:
         self._config = config
         self._queue: asyncio.Queue[object] | None = None
         self._task: asyncio.Task[AgentResponse] | None = None
-        self._abort: asyncio.Event | None = None
+        self._abort: Signal | None = None
 
     def _start(self) -> asyncio.Task[AgentResponse]:
         if self._task is None:
             self._queue = asyncio.Queue()
-            self._abort = asyncio.Event()
+            self._abort = Signal()
             token = CALL_CONFIG.set(self._config)  # the task copies the context: the config rides along
             try:
                 self._task = asyncio.ensure_future(self._chat._run(self._input, self._queue, self._abort))
@@ -171,6 +172,7 @@ class Chat:
         self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
         self.last: AgentResponse | None = None
         self._turn: AgentTurn | None = None
+        self._abort_current: Signal | None = None  # the turn in flight, for abort()
 
     @property
     def state(self) -> SessionState | None:
@@ -185,8 +187,10 @@ class Chat:
         return AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
 
     async def _run(
-        self, inp: AgentInput, queue: asyncio.Queue[object], abort: asyncio.Event
+        self, inp: AgentInput, queue: asyncio.Queue[object] | None, abort: Signal
     ) -> AgentResponse:
+        """Run one turn; chunks go to `queue` (None: nobody streams, only patches count)."""
+        self._abort_current = abort
         text = ""
         custom = copy.deepcopy(self.custom)
 
@@ -198,12 +202,15 @@ class Chat:
             if raw.custom_patch is not None:
                 custom = jsonpatch.apply_patch(custom if custom is not None else {}, raw.custom_patch)
                 chunk_custom = custom
-            await queue.put(AgentChunk(raw, accumulated_text=text, custom=chunk_custom))
+            if queue is not None:
+                await queue.put(AgentChunk(raw, accumulated_text=text, custom=chunk_custom))
 
         try:
             out = await self.agent._invoke(inp, self._init(), on_chunk=on_chunk, abort_signal=abort)
         finally:
-            await queue.put(_DONE)
+            self._abort_current = None
+            if queue is not None:
+                await queue.put(_DONE)
         return self._absorb(inp, out, custom)
 
     def _absorb(self, inp: AgentInput, out: AgentOutput, custom: Any) -> AgentResponse:
@@ -255,7 +262,12 @@ class Chat:
 
     async def send(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentResponse:
         """Run one turn and return its response (raises `AgentError` if it failed)."""
-        return await self.send_stream(input, config=config).response
+        # no stream to feed: run in this task, without AgentTurn's task and queue
+        token = CALL_CONFIG.set(config)
+        try:
+            return await self._run(_as_input(input), None, Signal())
+        finally:
+            CALL_CONFIG.reset(token)
 
     def resume_stream(
         self,
@@ -290,8 +302,8 @@ class Chat:
 
     async def abort(self) -> str | None:
         """Abort the turn in flight, or the chat's pending snapshot."""
-        if self._turn is not None and self._turn._task is not None and not self._turn._task.done():
-            self._turn.abort()
+        if self._abort_current is not None:
+            self._abort_current.set()
             return "pending"
         if self.snapshot_id:
             return await self.agent.abort(self.snapshot_id)

@@ -119,7 +119,7 @@ class PromptTurn:
         messages = session.messages  # the runner already appended the user message
         index = 0
         if inp.resume is not None:
-            self.validate_input(inp, session)
+            # the runner has validated the answers (before claiming the snapshot)
             paused, tool_msg, model_msg = await self._resolve_resume(inp.resume, messages[-1], ctx)
             messages[-1] = model_msg
             if paused:

@@ -71,13 +71,17 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
             "with at least one tool request."
         )
     latest = {(p.tool_request.name, p.tool_request.ref): p for p in last.tool_requests if p.tool_request}
-    earlier = {
-        (p.tool_request.name, p.tool_request.ref)
-        for m in messages[:-1]
-        if m.role == "model"
-        for p in m.tool_requests
-        if p.tool_request
-    }
+
+    def in_earlier_turn(key: tuple[str, str | None]) -> bool:
+        # only on the error path: walking the whole history is what a turn must not pay for
+        return any(
+            (p.tool_request.name, p.tool_request.ref) == key
+            for m in messages[:-1]
+            if m.role == "model"
+            for p in m.content
+            if p.tool_request is not None
+        )
+
     answered: set[tuple[str, str | None]] = set()
 
     def locate(kind: str, name: str, ref: str | None) -> Part:
@@ -90,7 +94,7 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
         answered.add(key)
         if key in latest:
             return latest[key]
-        if key in earlier:
+        if in_earlier_turn(key):
             raise InvalidArgumentError(
                 f'resume.{kind} references tool "{name}"{_ref(ref)} from an earlier turn which is '
                 "no longer pending; only tool requests from the most recent model response can be resumed"

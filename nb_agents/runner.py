@@ -19,7 +19,7 @@ from .errors import FailedPreconditionError, NbAgentsError, error_info
 from .exactly_once import claim_resume
 from .loading import PreTurnFailureError, load_session
 from .resume import resume_digest
-from .session import ChunkSink, Session, TurnContext, as_message, last_model
+from .session import ChunkSink, Session, Signal, TurnContext, as_message, last_model
 from .stores.base import HEARTBEAT_INTERVAL, SessionStore, audit_records, now_iso
 from .types import (
     AgentErrorInfo,
@@ -59,13 +59,21 @@ class Invocation:
         *,
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
+        start: bool = True,
     ) -> None:
         self.agent = agent
         self.store: SessionStore | None = agent.store
         self.init = init
         self._on_chunk = on_chunk
-        self._abort = abort_signal or asyncio.Event()
-        self._detach_requested = asyncio.Event()
+        self._abort = Signal()
+        if abort_signal is not None:
+            if isinstance(abort_signal, Signal):
+                self._abort = abort_signal
+            else:  # a plain Event from the caller: one watcher for the whole invocation
+                _watch_event(abort_signal, self._abort)
+        self._detach_requested = Signal()
+        self._detaching: asyncio.Task[None] | None = None
+        self._wants_detach = False
         self._inputs: asyncio.Queue[AgentInput | None] = asyncio.Queue()
         self.result: asyncio.Future[AgentOutput] = asyncio.get_running_loop().create_future()
         self.detached = False
@@ -75,16 +83,37 @@ class Invocation:
         self.parent_id: str | None = None
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
-        self._task = asyncio.ensure_future(self._main())
-        _BACKGROUND.add(self._task)
-        self._task.add_done_callback(_BACKGROUND.discard)
+        self._task: asyncio.Task[None] | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Run the invocation as a task of its own (a connection, a detach)."""
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._main())
+            _BACKGROUND.add(self._task)
+            self._task.add_done_callback(_BACKGROUND.discard)
+
+    async def run_inline(self) -> AgentOutput:
+        """Run the queued inputs in the caller's task; a detach moves the rest to a task.
+
+        The fast path of a one-shot call: no task, queue hop or future per turn.
+        """
+        self.close()
+        if self._wants_detach:
+            self.start()
+            return await asyncio.shield(self.result)
+        await self._main()
+        return self.result.result()
 
     # -- feeding ----------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
-        if self.closed or self._task.done():
+        if self.closed or (self._task is not None and self._task.done()):
             raise FailedPreconditionError("this agent invocation has ended; start a new one")
         if inp.detach and self.store is None:
             raise FailedPreconditionError("Detach is only supported when a session store is provided.")
+        if inp.detach:
+            self._wants_detach = True
         if inp.detach and inp.message is None and inp.resume is None:
             self._detach_requested.set()
             return
@@ -101,6 +130,8 @@ class Invocation:
 
     async def output(self) -> AgentOutput:
         self.close()
+        if self._task is None:
+            return await self.run_inline()
         return await asyncio.shield(self.result)
 
     # -- plumbing ---------------------------------------------------------------
@@ -222,26 +253,39 @@ class Invocation:
     async def _wait_turn(
         self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None
     ) -> bool:
-        """Wait for the turn; detach on request; True when it was aborted."""
-        abort_wait = asyncio.ensure_future(self._abort.wait())
-        detach_wait = asyncio.ensure_future(self._detach_requested.wait())
+        """Wait for the turn; detach on request; True when it was aborted.
+
+        Abort and detach arrive as signal callbacks, so a turn that is neither
+        costs no extra task.
+        """
+        aborted = False
+
+        def on_abort() -> None:
+            nonlocal aborted
+            if not task.done():
+                aborted = True
+                task.cancel()
+
+        def on_detach() -> None:
+            if not self.detached and self._detaching is None:
+                self._detaching = asyncio.ensure_future(self._go_detached(snapshot_id, parent_id))
+
+        stop_abort = self._abort.add_callback(on_abort)
+        stop_detach = self._detach_requested.add_callback(on_detach)
         try:
-            while not task.done():
-                waiters: set[asyncio.Future[Any]] = {task, abort_wait}
-                if not self.detached:
-                    waiters.add(detach_wait)
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-                if abort_wait.done() and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
-                    return True
-                if detach_wait.done() and not self.detached:
-                    await self._go_detached(snapshot_id, parent_id)
-            return task.cancelled()
+            await task
+        except asyncio.CancelledError:
+            if not aborted:
+                raise  # we were cancelled ourselves
+        except Exception:  # noqa: BLE001 - the caller reads it from task.exception()
+            pass
         finally:
-            abort_wait.cancel()
-            detach_wait.cancel()
+            stop_abort()
+            stop_detach()
+            if self._detaching is not None:
+                await self._detaching
+                self._detaching = None
+        return aborted or task.cancelled()
 
     async def _finish_aborted(
         self, inp: AgentInput, snapshot_id: str | None, parent_id: str | None, before: SessionState | None
@@ -377,6 +421,8 @@ class Invocation:
         poll = self.store.poll_interval
         loop = asyncio.get_running_loop()
         next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+        with contextlib.suppress(asyncio.TimeoutError):  # the row was just written: no need to read it yet
+            await asyncio.wait_for(self.finished.wait(), poll)
         while not self.finished.is_set():
             snap = await self.store.get_snapshot(snapshot_id)
             if snap is None or (snap.status != "pending" and snap.status != "expired"):
@@ -394,3 +440,20 @@ class Invocation:
                 await self.store.save_snapshot(snapshot_id, beat)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.finished.wait(), poll)
+
+
+def _watch_event(event: asyncio.Event, signal: Signal) -> None:
+    """Set `signal` when a plain `asyncio.Event` is set."""
+
+    async def wait() -> None:
+        await event.wait()
+        signal.set()
+
+    task = asyncio.ensure_future(wait())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+    def stop() -> None:
+        task.cancel()
+
+    signal.add_callback(stop)

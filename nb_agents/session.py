@@ -16,13 +16,41 @@ import jsonpatch
 
 from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, Part, SessionState
 
-__all__ = ["ChunkSink", "Session", "TurnContext", "as_message", "last_model"]
+__all__ = ["ChunkSink", "Session", "Signal", "TurnContext", "as_message", "last_model"]
 
 ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
 
 
 async def _drop(chunk: AgentStreamChunk) -> None:
     return None
+
+
+class Signal(asyncio.Event):
+    """An `asyncio.Event` that also runs callbacks when it is set.
+
+    The runner reacts to an abort or a detach through a callback instead of
+    keeping a waiter task per turn; handlers still ``await signal.wait()``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def add_callback(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` when the signal is set (at once if it already is); returns a remover."""
+        if self.is_set():
+            fn()
+            return lambda: None
+        self._callbacks.append(fn)
+        return lambda: self._callbacks.remove(fn) if fn in self._callbacks else None
+
+    def set(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()
 
 
 class Session:

@@ -77,6 +77,8 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         protected_namespaces=(),
+        # validators are built on first use, not at import: `import nb_agents` stays fast
+        defer_build=True,
     )
 
     def to_wire(self) -> dict[str, Any]:
@@ -301,6 +303,3 @@ class SessionSnapshot(WireModel):
         from .render import snapshot_bundle
 
         return snapshot_bundle(self)
-
-
-ToolResponse.model_rebuild()

@@ -5,12 +5,11 @@
 restart.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from .base import AuditRecord, ResumeClaim, SessionStore
-from .file import FileSessionStore
 from .memory import InMemorySessionStore
-from .sqlite import SqliteSessionStore
 
 __all__ = [
     "AuditRecord",
@@ -23,13 +22,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .file import FileSessionStore
     from .postgres import PostgresSessionStore
+    from .sqlite import SqliteSessionStore
+
+# The durable stores load on first use (psycopg is optional and heavy).
+_LAZY = {"FileSessionStore": ".file", "SqliteSessionStore": ".sqlite", "PostgresSessionStore": ".postgres"}
 
 
 def __getattr__(name: str) -> Any:
-    # psycopg is optional and heavy: import the PostgreSQL store only when asked for
-    if name == "PostgresSessionStore":
-        from .postgres import PostgresSessionStore
-
-        return PostgresSessionStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
