@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import middleware
-from .agent import Agent, AuditTrail, PendingTurn, PendingTurns, define_agent, define_custom_agent
+from .agent import Agent, define_agent, define_custom_agent
 from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
 from .errors import (
@@ -31,6 +31,7 @@ from .errors import (
     PermissionDeniedError,
 )
 from .interrupts import Interrupt, InterruptCall, interrupt_as
+from .listings import AuditTrail, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
 from .session import Session, TurnContext

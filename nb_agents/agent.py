@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from . import _sync
-from .chat import AgentInterrupt, Chat
+from .chat import Chat
 from .connection import AgentConnection
 from .errors import InvalidArgumentError, PermissionDeniedError
 from .generate import CALL_CONFIG, PromptTurn
+from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
 from .resume import canonical
 from .runner import Invocation, TurnHandler
 from .session import ChunkSink
-from .stores.base import AuditRecord, SessionStore
+from .stores.base import SessionStore
 from .tools import Tool
 from .types import AgentInit, AgentInput, AgentOutput, Message, Part, SessionSnapshot, SessionState
 
@@ -300,61 +301,6 @@ class Agent:
 
     def audit_sync(self, session_id: str) -> AuditTrail:
         return _sync.run(self.audit(session_id))
-
-
-class PendingTurn:
-    """A paused turn waiting in the store, with its interrupts.
-
-    Attributes:
-        snapshot: The interrupted snapshot.
-        message: The model message holding the interrupted calls.
-        interrupts: `AgentInterrupt` builders for the answers.
-    """
-
-    def __init__(self, agent: Agent, snapshot: SessionSnapshot, message: Message) -> None:
-        self.agent = agent
-        self.snapshot = snapshot
-        self.message = message
-        self.interrupts = [AgentInterrupt(p) for p in message.interrupts()]
-
-    @property
-    def session_id(self) -> str | None:
-        return self.snapshot.session_id
-
-    @property
-    def snapshot_id(self) -> str:
-        return self.snapshot.snapshot_id
-
-    def chat(self) -> Chat:
-        """A chat positioned on the paused turn, ready for ``resume``."""
-        return self.agent.chat(snapshot_id=self.snapshot_id)
-
-    def __repr__(self) -> str:
-        names = ", ".join(i.name for i in self.interrupts)
-        return f"PendingTurn(session_id={self.session_id!r}, interrupts=[{names}])"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import pending_bundle
-
-        return pending_bundle([self])
-
-
-class PendingTurns(list[PendingTurn]):
-    """What `Agent.pending` returns: a list that renders as the waiting interrupts."""
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import pending_bundle
-
-        return pending_bundle(self)
-
-
-class AuditTrail(list[AuditRecord]):
-    """What `Agent.audit` returns: a list that renders as a table."""
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import audit_bundle
-
-        return audit_bundle(self)
 
 
 def define_agent(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .types import AgentOutput, Artifact, Message, Part, SessionSnapshot
 
 if TYPE_CHECKING:
-    from .agent import PendingTurn
+    from .listings import PendingTurn
     from .responses import AgentResponse
     from .stores.base import AuditRecord
 

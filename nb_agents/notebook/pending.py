@@ -18,7 +18,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..agent import Agent, PendingTurn
+from ..agent import Agent
+from ..listings import PendingTurn
 from ..render import error_html, pending_bundle, static_mode
 from ..responses import AgentResponse
 from ..types import AgentOutput
