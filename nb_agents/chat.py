@@ -16,8 +16,6 @@ import copy
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import jsonpatch
-
 from . import _sync
 from .errors import AgentError
 from .generate import CALL_CONFIG
@@ -200,6 +198,8 @@ class Chat:
             if raw.model_chunk is not None and raw.model_chunk.role != "tool":
                 text += raw.model_chunk.text
             if raw.custom_patch is not None:
+                import jsonpatch  # only custom agents patch state: keep it off the import path
+
                 custom = jsonpatch.apply_patch(custom if custom is not None else {}, raw.custom_patch)
                 chunk_custom = custom
             if queue is not None:

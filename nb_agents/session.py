@@ -12,8 +12,6 @@ import copy
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import jsonpatch
-
 from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, Part, SessionState
 
 __all__ = ["ChunkSink", "Session", "Signal", "TurnContext", "as_message", "last_model"]
@@ -121,6 +119,8 @@ class Session:
             ops: list[dict[str, Any]] = [{"op": "replace", "path": "", "value": copy.deepcopy(after)}]
             self._patched_this_turn = True
         else:
+            import jsonpatch  # only custom state needs it: keep it off the import path
+
             ops = list(jsonpatch.make_patch(before if before is not None else {}, after).patch)
         if ops:
             await self._emit(AgentStreamChunk(custom_patch=ops))

@@ -19,7 +19,6 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
 
-import anyio.to_thread
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from .interrupts import Interrupt, InterruptCall, to_json_value
@@ -200,6 +199,8 @@ class Tool:
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(*args, **kwargs)
         else:
+            import anyio.to_thread  # loaded with the first sync tool, not with nb_agents
+
             result = await anyio.to_thread.run_sync(functools.partial(self.fn, *args, **kwargs))
             if inspect.isawaitable(result):
                 result = await result
