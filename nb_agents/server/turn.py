@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from ..errors import NbAgentsError
+from ..session import Signal
 from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk
 from .errors import error_body, error_response, redact
 
@@ -83,7 +84,9 @@ class TurnResponse:
         return {"result": redact(out.to_wire(), debug=self.debug)}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        abort = asyncio.Event()
+        # a Signal, not a plain Event: the invocation reacts to it by callback, while a plain
+        # Event would get a waiter task that outlives the turn (one per request, never ended)
+        abort = Signal()
         chunks: asyncio.Queue[AgentStreamChunk] = asyncio.Queue()
 
         async def on_chunk(chunk: AgentStreamChunk) -> None:
