@@ -8,8 +8,12 @@ target is imported with the current directory on ``sys.path``, as uvicorn does;
 was defined with, so a demo defined on ``InMemorySessionStore()`` can be served
 on SQLite unchanged. Client-managed agents (no store) are left as they are: a
 store would change the protocol their clients speak. URLs: ``memory://``,
-``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy style), and
-``file://DIR`` (``file:///srv/sessions`` is absolute, ``file://sessions`` relative).
+``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (SQLAlchemy style),
+``file://DIR`` (``file:///srv/sessions`` is absolute, ``file://sessions`` relative),
+and ``postgresql://user:password@host:port/dbname`` (any libpq connection URI,
+``postgres://`` too; needs the ``postgres`` extra), which several server processes
+can share behind one load balancer. libpq also reads ``PGPASSWORD`` and
+``~/.pgpass``, which keep the password out of the process list.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from .app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTS, create_app
 
 __all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
 
+_SCHEMES = "memory://, sqlite:///PATH.db, file://DIR or postgresql://USER@HOST:PORT/DBNAME"
+
 
 class CliError(Exception):
     """A command-line mistake, reported as one line without a traceback."""
@@ -42,7 +48,7 @@ def parse_store_url(url: str) -> SessionStore:
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise CliError(f"--store {url!r} is not a URL; use memory://, sqlite:///PATH.db or file://DIR")
+        raise CliError(f"--store {url!r} is not a URL; use {_SCHEMES}")
     if scheme == "memory":
         return InMemorySessionStore()
     if scheme == "sqlite":
@@ -54,9 +60,20 @@ def parse_store_url(url: str) -> SessionStore:
         if not rest:
             raise CliError("--store file:// needs a directory, e.g. file:///srv/sessions")
         return FileSessionStore(rest)
-    raise CliError(
-        f"--store scheme {scheme!r} is not supported; use memory://, sqlite:///PATH.db or file://DIR"
-    )
+    if scheme in ("postgresql", "postgres"):
+        return _postgres_store(url)
+    raise CliError(f"--store scheme {scheme!r} is not supported; use {_SCHEMES}")
+
+
+def _postgres_store(url: str) -> SessionStore:
+    try:
+        from ..stores.postgres import PostgresSessionStore
+    except ImportError as exc:
+        raise CliError(f"--store postgresql:// needs psycopg: {exc}") from None
+    try:
+        return PostgresSessionStore(url)
+    except ValueError as exc:  # the message names what is wrong, never the password
+        raise CliError(f"--store: {exc}") from None
 
 
 def load_target(spec: str) -> Any:
@@ -138,9 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("target", help="module:attribute naming an Agent, a list of agents, or an ASGI app")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
-    serve.add_argument(
-        "--store", help="replace the store of store-backed agents: memory://, sqlite:///PATH.db or file://DIR"
-    )
+    serve.add_argument("--store", help=f"replace the store of store-backed agents: {_SCHEMES}")
     serve.add_argument("--prefix", default="", help="path prefix for every route, e.g. /api")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--max-parts", type=int, default=DEFAULT_MAX_PARTS)

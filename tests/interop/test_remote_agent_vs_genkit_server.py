@@ -1,0 +1,166 @@
+"""nb_agents' `remote_agent` driving a real Genkit agent server: PyPI ``genkit`` 0.12.0 served by
+``genkit_fastapi.serve_agent`` (``genkit_py/genkit_server.py``, a subprocess on 127.0.0.1 in
+the interop virtualenv).
+
+The Genkit agent has an interrupt (``define_interrupt``), a tool that pauses until it is
+restarted with approval, a store, and a zero-latency scripted model registered in Genkit.
+Our chat sends, sees ``res.interrupts``, resumes with respond and with restart, streams,
+reads snapshots, detaches and aborts.
+"""
+
+from __future__ import annotations
+
+import select
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import nb_agents as nba
+from nb_agents.errors import AgentError, NbAgentsError
+from nb_agents.remote import RemoteAgent, remote_agent
+
+from .nb_apps import DONE, QUESTION, TRANSFER
+
+pytestmark = pytest.mark.anyio
+
+HERE = Path(__file__).resolve().parent
+START_TIMEOUT = 60.0  # seconds for Genkit's imports and uvicorn; a bound, not a timing assertion
+
+
+class GenkitServer:
+    def __init__(self, url: str, ledger: Path) -> None:
+        self.url = url
+        self.ledger = ledger
+
+    def agent(self) -> RemoteAgent:
+        return remote_agent(f"{self.url}/bankingAgent")
+
+    def transfers(self) -> list[str]:
+        return self.ledger.read_text().splitlines() if self.ledger.exists() else []
+
+
+@pytest.fixture(scope="module")
+def genkit_server(genkit_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GenkitServer]:
+    tmp = tmp_path_factory.mktemp("genkit-server")
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen(
+        [str(genkit_python), str(HERE / "genkit_py" / "genkit_server.py"), str(tmp / "ledger.txt")],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline, line = time.monotonic() + START_TIMEOUT, ""
+        while not line.startswith("PORT "):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the Genkit server did not start:\n{(tmp / 'server.log').read_text()}")
+            if select.select([proc.stdout], [], [], 0.1)[0]:
+                line = proc.stdout.readline()
+        yield GenkitServer(f"http://127.0.0.1:{int(line.split()[1])}", tmp / "ledger.txt")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+async def test_respond_to_an_interrupt(genkit_server: GenkitServer) -> None:
+    chat = genkit_server.agent().chat()
+    res = await chat.send("Please confirm closing the old account.")
+    assert res.finish_reason == "interrupted" and res.text == ""
+    [pause] = res.interrupts
+    assert (pause.name, pause.ref, pause.input) == ("userApproval", "q1", QUESTION)
+    assert res.snapshot_id and res.session_id and chat.snapshot_id == res.snapshot_id
+
+    done = await chat.resume(respond=[pause.respond({"approved": True, "note": "go ahead"})])
+    assert done.finish_reason == "stop" and done.interrupts == []
+    assert done.text == 'You answered {"approved": true, "note": "go ahead"}.'
+    assert done.session_id == res.session_id and done.snapshot_id not in (None, res.snapshot_id)
+    assert chat.snapshot_id == done.snapshot_id
+    assert genkit_server.transfers() == []
+
+
+async def test_restart_with_approval_runs_the_tool_once_and_streams(genkit_server: GenkitServer) -> None:
+    chat = genkit_server.agent().chat()
+    turn = chat.send_stream("Transfer $500 to my savings account.")
+    kinds = [("turnEnd", c.turn_end.finish_reason) if c.turn_end else ("model", c.text) async for c in turn]
+    res = await turn.response
+    # Genkit Python's server ends an interrupted turn with turnEnd alone (JS also streams the
+    # synthetic role:tool chunk); the interrupt comes with the result
+    assert kinds == [("turnEnd", "interrupted")]
+    [pause] = res.interrupts
+    assert (pause.name, pause.ref, pause.input) == ("transferMoney", "t1", TRANSFER)
+    assert pause.data == {"details": "Transfer $500.00 to savings"}
+
+    turn = chat.resume_stream(restart=[pause.restart(resumed={"approved": True})])
+    chunks = [(c.model_chunk.role if c.model_chunk else "turnEnd", c.text) async for c in turn]
+    done = await turn.response
+    assert chunks == [("tool", ""), ("model", "Done: "), ("model", "transaction txn-123."), ("turnEnd", "")]
+    assert done.finish_reason == "stop" and done.text == DONE
+    assert genkit_server.transfers() == ["500 savings"]
+
+    # the chat goes on from the resumed snapshot
+    more = await chat.send("thanks")
+    assert more.finish_reason == "stop" and more.text.startswith("You said: thanks (")
+    assert more.session_id == res.session_id
+    assert genkit_server.transfers() == ["500 savings"]
+
+
+async def test_snapshots_and_abort(genkit_server: GenkitServer) -> None:
+    agent = genkit_server.agent()
+    chat = agent.chat()
+    paused = await chat.send("Transfer $500 to my savings account.")
+    [pause] = paused.interrupts
+    done = await chat.resume(restart=[pause.restart(resumed={"approved": True})])
+
+    snap = await agent.get_snapshot(done.snapshot_id)
+    assert snap is not None and snap.snapshot_id == done.snapshot_id
+    assert (snap.status, snap.finish_reason) == ("completed", "stop")
+    assert snap.session_id == done.session_id and snap.parent_id == paused.snapshot_id
+    assert snap.state is not None
+    assert [m.role for m in snap.state.messages] == ["user", "model", "tool", "model"]
+    assert snap.state.messages[2].content[0].tool_response.output == {  # type: ignore[union-attr]
+        "success": True,
+        "transactionId": "txn-123",
+    }
+    by_session = await agent.get_snapshot(session_id=done.session_id)
+    assert by_session is not None and by_session.snapshot_id == done.snapshot_id
+    first = await agent.get_snapshot(paused.snapshot_id)
+    assert first is not None and (first.status, first.finish_reason) == ("completed", "interrupted")
+    assert await agent.get_snapshot("no-such-snapshot") is None  # Genkit answers a bare 404
+
+    assert await agent.abort(done.snapshot_id) == "completed"  # the status before the call
+    assert await chat.abort() == "completed"
+
+
+async def test_detach_then_abort(genkit_server: GenkitServer) -> None:
+    agent = genkit_server.agent()
+    task = await agent.chat().detach("do it slowly")
+    snap = await task.poll()
+    assert snap is not None and snap.status == "pending" and snap.snapshot_id == task.snapshot_id
+    assert await task.abort() == "pending"
+    final = await task.wait(interval=0.05, timeout=30)
+    assert final.status == "aborted"
+    assert await agent.abort(task.snapshot_id) == "aborted"
+
+
+async def test_errors_surface_with_their_status(genkit_server: GenkitServer) -> None:
+    agent = genkit_server.agent()
+    # a failed turn (200, finishReason failed) raises the chat's AgentError with Genkit's status
+    with pytest.raises(AgentError) as failed:
+        await agent.chat(snapshot_id="no-such-snapshot").send("hello")
+    assert failed.value.status == "NOT_FOUND" and "no-such-snapshot" in failed.value.message
+    # init misuse: Genkit FastAPI 0.12 answers every thrown error 500 INTERNAL with the message
+    # "None", so all a client can tell is that the server refused
+    with pytest.raises(NbAgentsError) as refused:
+        await agent.chat(state=nba.SessionState(messages=[])).send("hello")
+    assert refused.value.status == "INTERNAL"
+    out = await agent.run_text("hello", snapshot_id="no-such-snapshot")  # the run API: in-band
+    assert out.finish_reason == "failed" and out.error is not None and out.error.status == "NOT_FOUND"

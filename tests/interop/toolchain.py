@@ -1,0 +1,183 @@
+"""Genkit's real clients and server, installed once into ``tests/interop/.cache``.
+
+* `ensure_js_client()`: npm ``genkit`` (pinned in ``js/package-lock.json``) installed
+  with the machine's Node.js and ``npm ci`` into ``.cache/js``; the flow scripts from
+  ``js/`` are copied beside its ``node_modules`` so Node resolves ``genkit/...``.
+* `ensure_genkit_python()`: PyPI ``genkit`` and ``genkit-fastapi`` (pinned in
+  ``genkit_py/requirements.txt``, every transitive package included) in a virtualenv
+  at ``.cache/genkit-py``.
+
+Each install is skipped when a stamp file says the same lock file was installed with
+the same runtime; a file lock keeps two test processes from installing at once.
+What cannot be had (no Node.js or npm, no route to the package registries) raises
+`Unavailable`; the fixtures turn that into a skip, or under ``CI=true`` into a
+failure. Any other install error is a plain failure with the tool's output.
+
+Run ``python tests/interop/toolchain.py`` to install both ahead of the tests and
+print how long each took (``--fresh`` deletes the cache first: a cold install).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("NB_AGENTS_INTEROP_CACHE", HERE / ".cache"))
+JS_SOURCE = HERE / "js"
+PY_SOURCE = HERE / "genkit_py"
+INSTALL_TIMEOUT = 900.0  # seconds; a cold install takes well under a minute here
+MIN_NODE_MAJOR = 18  # the client uses the global fetch and web streams
+
+# what npm and pip print when the registry cannot be reached (as opposed to a broken lock)
+_OFFLINE = re.compile(
+    r"ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|"
+    r"NewConnectionError|Temporary failure in name resolution|Network is unreachable|"
+    r"ConnectTimeout|Max retries exceeded|ProxyError|Name or service not known"
+)
+
+
+class Unavailable(Exception):
+    """A tool or the network the install needs is missing on this machine."""
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # the cache ignores itself, whatever the repository's .gitignore says
+    (CACHE / ".gitignore").write_text("*\n")
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], cwd: Path, what: str) -> None:
+    """Run an installer; raise `Unavailable` when it could not reach the registry."""
+    try:
+        done = subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise Unavailable(
+            f"{what} did not finish in {INSTALL_TIMEOUT:.0f} s (no route to the registry?)"
+        ) from exc
+    if done.returncode == 0:
+        return
+    output = "\n".join(text.strip() for text in (done.stdout, done.stderr) if text.strip())[-6000:]
+    if _OFFLINE.search(output):
+        raise Unavailable(f"{what} could not reach the package registry:\n{output}")
+    raise RuntimeError(f"{what} failed with exit status {done.returncode}:\n{output}")
+
+
+def node_version() -> tuple[int, ...]:
+    """The machine's Node.js version; `Unavailable` without node or npm."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        missing = " and ".join(n for n, p in [("node", node), ("npm", npm)] if p is None)
+        raise Unavailable(
+            f"{missing} not found on PATH (Genkit's JS client needs Node.js >= {MIN_NODE_MAJOR})"
+        )
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    version = tuple(int(p) for p in re.findall(r"\d+", out)[:3])
+    if not version or version[0] < MIN_NODE_MAJOR:
+        raise Unavailable(f"Node.js {out} is too old: Genkit's JS client needs Node.js >= {MIN_NODE_MAJOR}")
+    return version
+
+
+def ensure_js_client() -> Path:
+    """The folder holding ``node_modules/genkit`` and the JS flow scripts; installs once."""
+    version = node_version()
+    target = CACHE / "js"
+    lock = (JS_SOURCE / "package-lock.json").read_bytes()
+    manifest = (JS_SOURCE / "package.json").read_bytes()
+    stamp = _digest(lock, manifest, str(version[0]).encode())
+    with _locked("js"):
+        stamp_file = target / ".installed"
+        if not (
+            stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()
+        ):
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            (target / "package.json").write_bytes(manifest)
+            (target / "package-lock.json").write_bytes(lock)
+            # no optional packages (the Firebase/Cloud telemetry plugin: 230 MB the client never loads),
+            # no install scripts (none of what remains needs one)
+            cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
+            _run([*cmd, "--loglevel=error"], target, "npm ci (genkit JS client)")
+            stamp_file.write_text(stamp)
+        # the scripts are copied on every call, so an edit takes effect without a reinstall
+        for script in JS_SOURCE.glob("*.mjs"):
+            shutil.copyfile(script, target / script.name)
+    return target
+
+
+def _venv_python(root: Path) -> Path:
+    return root / "bin" / "python"
+
+
+def ensure_genkit_python() -> Path:
+    """The Python of a virtualenv holding Genkit 0.12 (client and FastAPI server); installs once."""
+    target = CACHE / "genkit-py"
+    requirements = PY_SOURCE / "requirements.txt"
+    base = getattr(sys, "_base_executable", sys.executable)
+    stamp = _digest(requirements.read_bytes(), sys.version.encode(), str(base).encode())
+    with _locked("genkit-py"):
+        stamp_file = target / ".installed"
+        if stamp_file.exists() and stamp_file.read_text() == stamp and _venv_python(target).exists():
+            return _venv_python(target)
+        shutil.rmtree(target, ignore_errors=True)
+        _run([sys.executable, "-m", "venv", str(target)], CACHE, "python -m venv (genkit virtualenv)")
+        pip = [str(_venv_python(target)), "-m", "pip", "--disable-pip-version-check"]
+        _run(
+            [*pip, "install", "--quiet", "--retries", "2", "--timeout", "30", "-r", str(requirements)],
+            CACHE,
+            "pip install -r genkit_py/requirements.txt",
+        )
+        stamp_file.write_text(stamp)
+    return _venv_python(target)
+
+
+def main(argv: list[str]) -> int:
+    """Install both and print the time each took."""
+    if "--fresh" in argv:
+        shutil.rmtree(CACHE, ignore_errors=True)
+    for name, fn in [
+        ("genkit JS client (npm ci)", ensure_js_client),
+        ("genkit Python venv", ensure_genkit_python),
+    ]:
+        t0 = time.monotonic()
+        try:
+            where = fn()
+        except Unavailable as exc:
+            print(f"{name}: unavailable: {exc}")
+            continue
+        print(f"{name}: {time.monotonic() - t0:.1f} s -> {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
