@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-cli test lint typecheck pytest nbval browser chromium postgres bench clean
+.PHONY: demo demo-cli test lint typecheck pytest nbval browser interop chromium postgres bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,10 +44,14 @@ browser: $(STAMP) chromium
 
 test: lint typecheck pytest nbval browser
 
+# only the Genkit interop tests (they also run in `pytest`)
+interop: $(STAMP) postgres
+	$(BIN)/pytest -q tests/interop
+
 # benchmarks against the peers (not part of `make test`; ARGS=--quick for a smoke run)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements-profile.txt
 	$(BIN)/python benchmarks/run.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/interop/.cache

@@ -24,3 +24,4 @@ def test_readme_examples_run_in_order(
     assert "interrupted" in outputs[0] and "Done." in outputs[0]
     assert "alice ['transferMoney']" in outputs[1]
     assert "[('transferMoney', 'restart', {'approved': True}, 'ana')]" in outputs[1]
+    assert "interrupted transferMoney" in outputs[-1] and "Done. completed" in outputs[-1]
