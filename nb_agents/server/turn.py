@@ -162,26 +162,38 @@ class TurnResponse:
             await error_response(rejected, debug=self.debug)(scope, receive, send)
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        ready = b""  # frames already queued go out in one write (fewer socket writes per turn)
         while True:
             get = asyncio.ensure_future(chunks.get())
             await asyncio.wait(_futures(get, output, watcher), return_when=asyncio.FIRST_COMPLETED)
             if get.done():
-                await _write(send, frame({"message": get.result().to_wire()}))
-                continue
-            get.cancel()
+                ready = frame({"message": get.result().to_wire()}) + _drain(chunks)
+                if not output.done():
+                    await _write(send, ready)
+                    ready = b""
+                    continue
+            else:
+                get.cancel()
             if watcher.done():
                 return  # disconnected: nothing more can be written
-            break  # the output is settled
+            break  # the output is settled: what is still queued goes out with the terminal frame
         watcher.cancel()
-        while not chunks.empty():
-            await _write(send, frame({"message": chunks.get_nowait().to_wire()}))
         exc = output.exception()
         last = (
             frame({"error": error_body(exc, debug=self.debug)})
             if exc
             else frame(self._result(output.result()))
         )
+        last = ready + _drain(chunks) + last
         await send({"type": "http.response.body", "body": last, "more_body": False})
+
+
+def _drain(chunks: asyncio.Queue[AgentStreamChunk]) -> bytes:
+    """The frames of every chunk already queued, joined."""
+    out = b""
+    while not chunks.empty():
+        out += frame({"message": chunks.get_nowait().to_wire()})
+    return out
 
 
 def _futures(*futures: asyncio.Future[Any]) -> set[asyncio.Future[Any]]:

@@ -87,3 +87,28 @@ async def test_finished_turns_leave_no_task_running(headers: dict[str, str]) -> 
     left = [t for t in asyncio.all_tasks() - before if not t.done()]
     assert left == [], [t.get_coro() for t in left]
     assert ran == [f"c{i}" for i in range(5)]
+
+
+async def test_frames_ready_together_share_one_write() -> None:
+    """A zero-latency turn's chunks and its result are all queued by the time they are written."""
+    agent, _ = approval_agent()
+    app = create_app(agent)
+    bodies: list[bytes] = []
+
+    async def counting(scope: Any, receive: Any, send: Any) -> None:
+        async def counted(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                bodies.append(message["body"])
+            await send(message)
+
+        await app(scope, receive, counted)
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=counting), base_url="http://test"
+    ) as client:
+        msg = {"role": "user", "content": [{"text": "c0"}]}
+        res = await client.post("/bench", json={"data": {"message": msg}, "init": {}}, headers=SSE)
+    frames = res.text.strip().split("\n\n")
+    assert [f.split('"', 2)[1] for f in frames] == ["message", "message", "result"]
+    assert b"".join(bodies).decode() == res.text  # every frame intact, in order
+    assert len(bodies) < len(frames)
