@@ -76,8 +76,99 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     if imp.get("status") == "ok":
         targets["import nb_agents < 150 ms"] = imp["net_ms"] < 150
         targets["import pulls no ipywidgets/starlette/psycopg"] = not imp.get("forbidden_loaded")
+    targets.update(s5_targets(results.get("S5") or {}))
     summary["targets"] = targets
     return summary
+
+
+S5_KINDS = ("send-json", "send-sse", "resume-json", "resume-sse", "resend-json", "resend-sse")
+
+
+def _s5_tail_ratio(run: dict[str, Any]) -> float | None:
+    """The largest p99/p50 over the request kinds of one S5 run."""
+    ratios = [v["p99_ms"] / v["p50_ms"] for v in run.get("latency", {}).values() if v.get("p50_ms")]
+    return round(max(ratios), 2) if ratios else None
+
+
+def s5_targets(s5: dict[str, Any]) -> dict[str, bool]:
+    """Issue 7's S5 targets per run: no errors, no tool run twice, p99 under 10x p50 (reported only)."""
+    out: dict[str, bool] = {}
+    for name, run in (s5.get("runs") or {}).items():
+        if run.get("status") == "error":
+            out[f"S5 {name}: the run completed"] = False
+            continue
+        out[f"S5 {name}: no errors"] = run["errors"] == 0 and run["failed_requests"] == 0
+        out[f"S5 {name}: no tool ran twice (ledger = completed cycles)"] = bool(run["exactly_once"]["ok"])
+        ratio = _s5_tail_ratio(run)
+        out[f"S5 {name}: p99 < 10x p50 for every request kind"] = ratio is not None and ratio < 10
+    return out
+
+
+def _ms(v: float | None) -> str:
+    return "—" if v is None else (f"{v:.0f}" if v >= 100 else f"{v:.1f}")
+
+
+def render_s5(s5: dict[str, Any]) -> list[str]:
+    """The S5 section: throughput and exactly-once per run, then latency per request kind."""
+    lines = ["### S5: HTTP under load", ""]
+    if s5.get("status") in ("not run", "not measured yet") or not s5.get("runs"):
+        return [*lines, f"{s5.get('status')}: {s5.get('reason', '')}"]
+    when = f"Run of **{s5['date']}**, commit `{s5['commit']}`. " if s5.get("date") else ""
+    lines += [
+        f"{when}{s5['clients']} concurrent clients on loopback, each repeating S3's approval cycle "
+        "(send → the turn pauses on `transfer` → resume with approval → the tool runs → the model answers), "
+        f"a fresh conversation per cycle, for {s5['duration_s']:g} s after {s5['warmup_s']:g} s of checked "
+        f"warm-up; every {s5['resend_every']}th cycle of a client re-sends its resume, which must answer "
+        "the first result. Odd clients stream (SSE), even ones get one JSON body. Server: "
+        f"{s5['server']}, a fresh process per run; {s5['workers_note']}. Load generator: its own process; "
+        "`httpx` is an `httpx.AsyncClient` per client, `raw` hand-written HTTP/1.1 (about a fifth of the "
+        "CPU per request, so the server is the limit). CPU is in cores (1.0 = one core busy).",
+        "",
+        "| store | load generator | cycles/s | requests/s | errors | tool runs / completed cycles | "
+        "ran twice | resends (same result) | server CPU | server CPU per request | "
+        "generator CPU | server full GCs (total, longest) |",
+        "|---" * 12 + "|",
+    ]
+    for run in s5["runs"].values():
+        if run.get("status") == "error":
+            lines.append(
+                f"| {run['store']} | {run['client']} | **error** | {str(run.get('error'))[:80]} |||||||||"
+            )
+            continue
+        eo = run["exactly_once"]
+        gc = run.get("server_gc") or {}
+        gc_txt = (
+            f"{gc['collections'][2]} ({gc['total_ms'][2]:.0f} ms, {gc['max_ms'][2]:.0f} ms)" if gc else "—"
+        )
+        lines.append(
+            f"| {run['store']} | {run['client']} | {run['cycles_per_s']:.0f} | {run['requests_per_s']:.0f} | "
+            f"{run['errors'] + run['failed_requests']} | "
+            f"{eo['ledger_entries']:,} / {eo['completed_cycles']:,} | "
+            f"{eo['ran_twice']} | {eo['resends_checked']:,} | {run['server_cpu_share']:.2f} | "
+            f"{run['server_cpu_ms_per_request']:.2f} ms | {run['client_cpu_share']:.2f} | {gc_txt} |"
+        )
+    lines += [
+        "",
+        "Latency per request kind, client-side, p50 / p99 in ms (whole answer received; `resend` is the "
+        "identical resume sent again):",
+        "",
+        "| store | load generator | "
+        + " | ".join(k.replace("-", " (") + ")" for k in S5_KINDS)
+        + " | whole cycle | largest p99/p50 |",
+        "|---" * (len(S5_KINDS) + 4) + "|",
+    ]
+    for run in s5["runs"].values():
+        if run.get("status") == "error":
+            continue
+        lat = run["latency"]
+        cells = [f"{_ms(lat[k]['p50_ms'])} / {_ms(lat[k]['p99_ms'])}" if k in lat else "—" for k in S5_KINDS]
+        cyc = run["cycle_latency"]
+        lines.append(
+            f"| {run['store']} | {run['client']} | "
+            + " | ".join(cells)
+            + f" | {_ms(cyc.get('p50_ms'))} / {_ms(cyc.get('p99_ms'))} | {_s5_tail_ratio(run)} |"
+        )
+    return lines
 
 
 def _s4_variants(peer: str, entry: dict[str, Any], sc: dict[str, Any], store: str) -> list[tuple[str, Any]]:
@@ -183,7 +274,7 @@ def render(results: dict[str, Any]) -> str:
             f"`python -X importtime`: `nb_agents` cumulative {us['importtime_ms']:.0f} ms; "
             f"loaded of ipywidgets/starlette/psycopg: {us.get('forbidden_loaded') or 'none'}.",
         ]
-    lines += ["", "### S5: HTTP under load", "", f"{results['S5']['status']}: {results['S5']['reason']}"]
+    lines += ["", *render_s5(results.get("S5") or {"status": "not run"})]
     lines += ["", "### Targets from issue 7 (reported, never asserted)", ""]
     for k, v in summary["targets"].items():
         lines.append(f"- {k}: {'met' if v else '**not met**'}")
@@ -206,8 +297,24 @@ def write_readme(results: dict[str, Any], path: str = README) -> None:
         fh.write(f"{head}{START}\n{render(results)}{END}{tail}")
 
 
-if __name__ == "__main__":
-    with open(sys.argv[1]) as fh:
+def main(argv: list[str]) -> None:
+    """``report.py RESULTS.json [--s5 S5.json]``: rewrite the README's generated section.
+
+    ``--s5`` takes the S5 section from another run (``run.py --scenarios S5`` or ``s5_http.py --out``),
+    so a full run of S1-S4 and a later S5 run show together, each with its own date and commit.
+    """
+    with open(argv[0]) as fh:
         data = json.load(fh)
+    if len(argv) == 3 and argv[1] == "--s5":
+        with open(argv[2]) as fh:
+            other = json.load(fh)
+        data["S5"] = other.get("S5", other)  # a run.py results file, or s5_http's own JSON
+        data["summary"] = summarize(data)
+    elif len(argv) != 1:
+        sys.exit("usage: report.py RESULTS.json [--s5 S5.json]")
     write_readme(data)
     print(f"rewrote the results section of {README}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -5,7 +5,8 @@ Usage::
     .venv/bin/python benchmarks/run.py                 # the full run (~10 min on 2 cores)
     .venv/bin/python benchmarks/run.py --quick         # a fast smoke of every path
     .venv/bin/python benchmarks/run.py --peers nb_agents langgraph --out /tmp/r.json
-    .venv/bin/python benchmarks/run.py --profile       # then profile nb_agents (pyinstrument)
+    .venv/bin/python benchmarks/run.py --profile       # then profile nb_agents (py-spy, pyinstrument)
+    .venv/bin/python benchmarks/run.py --peers nb_agents --scenarios S5   # the HTTP server under load
 
 nb_agents runs in the interpreter running this script (the project's
 ``.venv``); each peer runs in its own ``benchmarks/.venvs/<peer>`` built from
@@ -13,6 +14,8 @@ nb_agents runs in the interpreter running this script (the project's
 peer (``peers/<peer>/bench.py``), peers interleaved scenario by scenario so
 that machine drift hits all of them alike. Each iteration checks its own
 outcome; a failed check fails the run (exit 1) after the results are written.
+S5 (the HTTP server under load) is not a worker scenario: ``s5_http.py`` runs a
+server process and a load-generator process for it.
 Numbers are reported, never asserted.
 """
 
@@ -35,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import report  # noqa: E402
+import s5_http  # noqa: E402
 import venvs  # noqa: E402
 
 PEERS = ("nb_agents", "genkit", "pydantic_ai", "langgraph", "openai_agents")
@@ -45,7 +49,8 @@ MODULES = {
     "langgraph": "langgraph.graph",
     "openai_agents": "agents",
 }
-SCENARIOS = ("S1", "S2", "S3", "S3-sync", "S4-memory", "S4-sqlite", "S4-sqlite-sync")
+SCENARIOS = ("S1", "S2", "S3", "S3-sync", "S4-memory", "S4-sqlite", "S4-sqlite-sync", "S5")
+WORKER_SCENARIOS = SCENARIOS[:-1]  # S5 is run by s5_http (a server and a load generator), not a worker
 FORBIDDEN = ("ipywidgets", "starlette", "psycopg")
 WORKER_TIMEOUT_S = 1800
 
@@ -161,13 +166,17 @@ def available(peer: str, scenario: str) -> bool:
     return True
 
 
-def s5_http_under_load() -> dict[str, Any]:
-    # S5 STUB (issue 7, second half): HTTP under load against nb_agents.server and the peers'
-    # servers. Until it is written this reports that nothing was measured, never a number.
-    return {
-        "status": "not measured yet",
-        "reason": "S5 (HTTP under load) is the second half of issue 7; this harness has a stub for it",
-    }
+def s5_http_under_load(args: argparse.Namespace) -> dict[str, Any]:
+    """S5: the nb_agents server under load from 50 clients, on each store (see s5_http.py)."""
+    if "S5" not in args.scenarios or "nb_agents" not in args.peers:
+        return {
+            "status": "not run",
+            "reason": "S5 was not among the scenarios (or nb_agents among the peers)",
+        }
+    argv = ["--clients", str(args.s5_clients)]
+    if args.s5_seconds:
+        argv += ["--duration", str(args.s5_seconds)]
+    return s5_http.run(s5_http.options(argv, quick=args.quick))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--import-runs", type=int, help="fresh interpreters per import timing (default 15; quick 3)"
     )
+    ap.add_argument("--s5-seconds", type=float, help="S5 measured seconds per run (default 20; quick 3)")
+    ap.add_argument("--s5-clients", type=int, default=50, help="S5 concurrent clients (default 50)")
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     ap.add_argument("--profile", action="store_true", help="afterwards, profile nb_agents (profile.py)")
     args = ap.parse_args(argv)
@@ -210,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "import": {},
         "scenarios": {},
-        "S5": s5_http_under_load(),
+        "S5": {"status": "not run", "reason": "pending"},
     }
     for peer, env in envs.items():
         if env.python:
@@ -220,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     workroot = tempfile.mkdtemp(prefix="nb-bench-")
     try:
-        for scenario in args.scenarios:
+        for scenario in (s for s in args.scenarios if s in WORKER_SCENARIOS):
             for peer, env in envs.items():
                 if not env.python or not available(peer, scenario):
                     continue
@@ -235,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                     failed.append(f"{scenario}/{peer}: {res.get('error')}")
     finally:
         shutil.rmtree(workroot, ignore_errors=True)
+    results["S5"] = s5_http_under_load(args)
+    if results["S5"]["status"] not in ("ok", "not run"):
+        failed.append(f"S5/nb_agents: {results['S5']['status']}")
 
     results["summary"] = report.summarize(results)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
@@ -249,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         import profile_nb
 
         profile_nb.main(["--quick"] if q else [])
+        if "S5" in args.scenarios:
+            s5_http.main(
+                ["--profile", "--load-clients", "raw", "--out", os.devnull, *(["--quick"] if q else [])]
+            )
     if failed:
         print("[bench] FAILED CHECKS:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1
