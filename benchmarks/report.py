@@ -114,6 +114,8 @@ def render_s5(s5: dict[str, Any]) -> list[str]:
     if s5.get("status") in ("not run", "not measured yet") or not s5.get("runs"):
         return [*lines, f"{s5.get('status')}: {s5.get('reason', '')}"]
     when = f"Run of **{s5['date']}**, commit `{s5['commit']}`. " if s5.get("date") else ""
+    if s5.get("source"):
+        when += f"Raw numbers: `{s5['source']}`. "
     lines += [
         f"{when}{s5['clients']} concurrent clients on loopback, each repeating S3's approval cycle "
         "(send → the turn pauses on `transfer` → resume with approval → the tool runs → the model answers), "
@@ -309,6 +311,7 @@ def main(argv: list[str]) -> None:
         with open(argv[2]) as fh:
             other = json.load(fh)
         data["S5"] = other.get("S5", other)  # a run.py results file, or s5_http's own JSON
+        data["S5"]["source"] = os.path.relpath(os.path.abspath(argv[2]), os.path.dirname(HERE))
         data["summary"] = summarize(data)
     elif len(argv) != 1:
         sys.exit("usage: report.py RESULTS.json [--s5 S5.json]")
