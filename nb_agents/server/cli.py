@@ -19,9 +19,9 @@ can share behind one load balancer. libpq also reads ``PGPASSWORD`` and
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import importlib.util
-import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
