@@ -20,18 +20,25 @@ TERMINAL = ("completed", "failed", "aborted")
 
 
 async def claim_resume(
-    store: SessionStore, parent_id: str, digest: str, child_id: str, *, timeout: float
+    store: SessionStore,
+    parent_id: str,
+    digest: str,
+    child_id: str,
+    *,
+    timeout: float,
+    pending: SessionSnapshot | None = None,
 ) -> SessionSnapshot | ResumeClaim | None:
     """Claim the resume of `parent_id` for the turn `child_id`.
 
-    Returns None when this call won; the finished snapshot of the earlier
-    turn when it ran the same answer (`digest`); the winning `ResumeClaim`
-    when that turn was given a different answer.
+    Returns None when this call won (and then `pending`, if given, is the
+    child's row, written in the claim's transaction); the finished snapshot of
+    the earlier turn when it ran the same answer (`digest`); the winning
+    `ResumeClaim` when that turn was given a different answer.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        claim = await store.claim_resume(parent_id, digest, child_id)
+        claim = await store.claim_resume(parent_id, digest, child_id, pending=pending)
         if claim is None:
             return None
         snap = await store.get_snapshot(claim.child_id)

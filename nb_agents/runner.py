@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import FailedPreconditionError, NbAgentsError, error_info
@@ -20,7 +20,7 @@ from .exactly_once import claim_resume
 from .loading import PreTurnFailureError, load_session
 from .resume import resume_digest
 from .session import ChunkSink, Session, Signal, TurnContext, as_message, last_model
-from .stores.base import HEARTBEAT_INTERVAL, SessionStore, audit_records, now_iso
+from .stores.base import HEARTBEAT_INTERVAL, AuditRecord, SessionStore, audit_records, now_iso
 from .types import (
     AgentErrorInfo,
     AgentInit,
@@ -66,11 +66,12 @@ class Invocation:
         self.init = init
         self._on_chunk = on_chunk
         self._abort = Signal()
+        self._event_watcher: asyncio.Task[None] | None = None
         if abort_signal is not None:
             if isinstance(abort_signal, Signal):
                 self._abort = abort_signal
             else:  # a plain Event from the caller: one watcher for the whole invocation
-                _watch_event(abort_signal, self._abort)
+                self._event_watcher = _watch_event(abort_signal, self._abort)
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
@@ -169,6 +170,8 @@ class Invocation:
         finally:
             self.closed = True
             self.finished.set()
+            if self._event_watcher is not None:
+                self._event_watcher.cancel()  # the caller's Event may never be set: leave no waiter
 
     def _output(
         self,
@@ -210,12 +213,13 @@ class Invocation:
                 return self._output("failed", message=session.last_model(), error=error_info(exc))
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
+            # the claimed turn is visible (its pending row is written with the claim, and
+            # heartbeats) while it runs: if this process dies, the row expires and a later
+            # answer can take the claim over
             lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id)
             if lost is not None:
                 return lost
-            # the claimed turn is visible (and heartbeats) while it runs: if this process
-            # dies, the row expires and a later answer can take the claim over
-            await self._start_pending(snapshot_id, parent_id)
+            await self._start_pending(snapshot_id, parent_id, written=True)
         if inp.message is not None:
             session.messages.append(inp.message)
         emit = self._emit
@@ -244,8 +248,8 @@ class Invocation:
         finish = ctx.finish_reason
         if store is not None:
             assert snapshot_id is not None
-            await self._write_final(snapshot_id, parent_id, "completed", finish, session.state(), None)
-            await self._audit(inp, parent_id, snapshot_id)
+            audit = self._audit_records(inp, parent_id, snapshot_id)
+            await self._write_final(snapshot_id, parent_id, "completed", finish, session.state(), None, audit)
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
@@ -312,8 +316,8 @@ class Invocation:
             raise exc
         err = error_info(exc)
         if self.store is not None and snapshot_id is not None:
-            await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err)
-            await self._audit(self._current_input, parent_id, snapshot_id)
+            audit = self._audit_records(self._current_input, parent_id, snapshot_id)
+            await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err, audit)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
         return self._output("failed", message=session.last_model(), state=before, error=err)
 
@@ -325,7 +329,9 @@ class Invocation:
         finish: FinishReason,
         state: SessionState,
         error: AgentErrorInfo | None,
+        audit: Sequence[AuditRecord] = (),
     ) -> None:
+        """Write the turn's row (and `audit`, the answers it ran on, in the same transaction)."""
         assert self.store is not None and self.session is not None
         session_id = self.session.session_id
 
@@ -346,19 +352,23 @@ class Invocation:
                 state=state,
             )
 
-        await self.store.save_snapshot(snapshot_id, mutate)
+        if audit:
+            await self.store.save_snapshot(snapshot_id, mutate, audit=audit)
+        else:  # a turn that answered nothing works with stores written before `audit=` too
+            await self.store.save_snapshot(snapshot_id, mutate)
 
-    async def _audit(self, inp: AgentInput | None, parent_id: str | None, child_id: str) -> None:
-        if inp is not None and inp.resume is not None and parent_id is not None and self.store is not None:
-            assert self.session is not None
-            await self.store.add_audit(
-                audit_records(inp.resume, self.session.session_id, parent_id, child_id)
-            )
+    def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:
+        if inp is None or inp.resume is None or parent_id is None or self.session is None:
+            return []
+        return audit_records(inp.resume, self.session.session_id, parent_id, child)
 
     async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
-        """Claim the resume of `parent_id`: None when this call won, else its output."""
+        """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its output."""
         assert self.store is not None and self.session is not None
-        outcome = await claim_resume(self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT)
+        pending = self._pending_row(child_id, parent_id)
+        outcome = await claim_resume(
+            self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending
+        )
         if outcome is None:
             return None
         if isinstance(outcome, SessionSnapshot):
@@ -394,14 +404,10 @@ class Invocation:
             AgentOutput(session_id=self.session.session_id, snapshot_id=snapshot_id, finish_reason="detached")
         )
 
-    async def _start_pending(self, snapshot_id: str, parent_id: str | None) -> None:
-        """Write the turn's pending row (once) and keep its heartbeat fresh."""
-        assert self.store is not None and self.session is not None
-        if snapshot_id in self._watching:
-            return
-        self._watching.add(snapshot_id)
+    def _pending_row(self, snapshot_id: str, parent_id: str | None) -> SessionSnapshot:
+        assert self.session is not None
         now = now_iso()
-        pending = SessionSnapshot(
+        return SessionSnapshot(
             snapshot_id=snapshot_id,
             session_id=self.session.session_id,
             parent_id=parent_id,
@@ -410,7 +416,16 @@ class Invocation:
             heartbeat_at=now,
             status="pending",
         )
-        await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
+
+    async def _start_pending(self, snapshot_id: str, parent_id: str | None, *, written: bool = False) -> None:
+        """Write the turn's pending row (once; a claim has `written` it) and keep its heartbeat fresh."""
+        assert self.store is not None
+        if snapshot_id in self._watching:
+            return
+        self._watching.add(snapshot_id)
+        if not written:
+            pending = self._pending_row(snapshot_id, parent_id)
+            await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         watcher = asyncio.ensure_future(self._watch(snapshot_id))
         _BACKGROUND.add(watcher)
         watcher.add_done_callback(_BACKGROUND.discard)
@@ -442,7 +457,7 @@ class Invocation:
                 await asyncio.wait_for(self.finished.wait(), poll)
 
 
-def _watch_event(event: asyncio.Event, signal: Signal) -> None:
+def _watch_event(event: asyncio.Event, signal: Signal) -> asyncio.Task[None]:
     """Set `signal` when a plain `asyncio.Event` is set."""
 
     async def wait() -> None:
@@ -457,3 +472,4 @@ def _watch_event(event: asyncio.Event, signal: Signal) -> None:
         task.cancel()
 
     signal.add_callback(stop)
+    return task

@@ -7,13 +7,15 @@ rest, as JSON. A read rebuilds the history by walking the base chain, newest
 link first, until it reaches a row without a base or one in `MessageCache`.
 
 The SQL stores (`SqliteSessionStore`, `PostgresSessionStore`) own their
-queries and locking; this module owns what the bytes mean, so that both write
-and read the same rows.
+queries and locking; this module owns the delta rule (`shared_prefix`,
+`history`, `MessageCache`) that both follow, and the JSON of Postgres's rows
+(SQLite packs the same pieces smaller: `._sqlite_codec`).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +23,7 @@ from dataclasses import fields
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic_core import PydanticSerializationError
 
 from ..types import Message, SessionSnapshot, SessionState
 from .base import AuditRecord
@@ -36,6 +39,7 @@ __all__ = [
     "encode_state",
     "history",
     "load_messages",
+    "messages_json",
     "rebased_tail",
     "shared_prefix",
     "to_json",
@@ -46,8 +50,8 @@ _AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
 _CACHE_ROWS = 64
 _CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
 
-# One link of a base chain, newest first: (seq, rev, base_len, tail).
-ChainLink = tuple[int, int, int, str | None]
+# One link of a base chain, newest first: (seq, rev, base_len, tail as stored).
+ChainLink = tuple[int, int, int, Any]
 # (state JSON without messages, base_len, tail); tail is None when messages were never set.
 EncodedState = tuple[str, int, str | None]
 # A row's columns: (session_id, parent_id, created_at, meta, state, base_seq, base_len, tail).
@@ -71,7 +75,16 @@ def to_json(value: Any) -> str:
     )
 
 
-def load_messages(text: str | None) -> list[Message]:
+def messages_json(messages: Sequence[Message]) -> bytes:
+    """Messages as JSON (UTF-8): what `to_json` writes, by pydantic-core's faster
+    encoder unless a value needs `to_json`'s escapes."""
+    try:
+        return _MESSAGES.dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
+    except PydanticSerializationError:  # a lone surrogate
+        return to_json([dump(m) for m in messages]).encode("ascii")
+
+
+def load_messages(text: str | bytes | None) -> list[Message]:
     """Messages from a tail's JSON (None reads as none)."""
     return _MESSAGES.validate_python(json.loads(text or "[]"))
 
@@ -83,7 +96,10 @@ def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
     otherwise they are compared as JSON (pydantic's ``==`` would take 1 for True).
     """
     n = min(len(new), len(old))
-    i = 0
+    try:  # the first message that is not the same object, found without a Python loop
+        i = operator.indexOf(map(operator.is_, new, old), False)
+    except ValueError:
+        return n
     while i < n and (new[i] is old[i] or to_json(dump(new[i])) == to_json(dump(old[i]))):
         i += 1
     return i
@@ -164,8 +180,9 @@ def history(
     seq: int,
     rev: int,
     has_base: bool,
-    tail: str | None,
+    tail: Any,
     chain: Callable[[], Iterable[ChainLink]],
+    load: Callable[[Any], list[Message]] = load_messages,
 ) -> list[Message]:
     """A row's whole history, from the nearest cached link of its base chain.
 
@@ -176,14 +193,15 @@ def history(
         has_base: Whether the row names a base row.
         tail: The row's own tail.
         chain: Reads the chain from the row itself down, newest first (one query).
+        load: Reads a stored tail (`load_messages` for JSON text).
     """
     hit = cache.get(seq, rev)
     if hit is not None:
         return list(hit)
     if not has_base:
-        messages = load_messages(tail)
+        messages = load(tail)
     else:
-        pending: list[tuple[int, str | None]] = []
+        pending: list[tuple[int, Any]] = []
         messages = []
         for link_seq, link_rev, link_len, link_tail in chain():
             cached = cache.get(link_seq, link_rev)
@@ -192,7 +210,7 @@ def history(
                 break
             pending.append((link_len, link_tail))
         for link_len, link_tail in reversed(pending):
-            messages = messages[:link_len] + load_messages(link_tail)
+            messages = messages[:link_len] + load(link_tail)
     cache.put(seq, rev, messages)
     return messages
 

@@ -2,11 +2,15 @@
 
 A store keeps `SessionSnapshot` rows and owns three atomic operations:
 
-* ``save_snapshot(id, mutator)``: read-modify-write of one row; the mutator
-  gets the current row (or None) and returns the new one (or None to skip).
-* ``claim_resume(snapshot_id, digest, child_id)``: the compare-and-swap that
-  makes resume exactly-once. The first claim of an interrupted snapshot wins;
-  later ones get the winning `ResumeClaim` back.
+* ``save_snapshot(id, mutator, *, audit=())``: read-modify-write of one row;
+  the mutator gets the current row (or None) and returns the new one (or None
+  to skip). The `audit` records are appended in the same transaction when the
+  row is written, so a turn's final write is one transaction.
+* ``claim_resume(snapshot_id, digest, child_id, *, pending=None)``: the
+  compare-and-swap that makes resume exactly-once. The first claim of an
+  interrupted snapshot wins (and writes `pending` as the child's row, unless
+  it has one, in the same transaction); later ones get the winning
+  `ResumeClaim` back and write nothing.
 * ``release_claim``: drop a claim whose turn was aborted before it wrote
   anything, so the interrupt can be answered again.
 
@@ -38,6 +42,7 @@ __all__ = [
     "audit_records",
     "effective_status",
     "now_iso",
+    "pending_mutator",
     "pick_leaf",
 ]
 
@@ -76,6 +81,11 @@ def with_effective_status(snap: SessionSnapshot | None) -> SessionSnapshot | Non
         return None
     status = effective_status(snap)
     return snap if status == snap.status else snap.model_copy(update={"status": status})
+
+
+def pending_mutator(pending: SessionSnapshot) -> SnapshotMutator:
+    """The save that a winning claim makes: `pending`, unless the row exists."""
+    return lambda cur: pending if cur is None else None
 
 
 def apply_mutator(
@@ -198,12 +208,26 @@ class SessionStore(Protocol):
         """The leaf snapshot of a session (see `pick_leaf`), or None."""
         ...
 
-    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        """Atomic read-modify-write of one row; returns what was written."""
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written.
+
+        `audit` records are appended in the same transaction, when the row is
+        written (the mutator did not return None). The mutator runs inside the
+        transaction (for SQLite, on the caller's event loop): keep it quick and
+        free of I/O. A store may run it again if the transaction had to be retried.
+        """
         ...
 
-    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
-        """Claim the resume of `snapshot_id`: None if this call won, else the winner."""
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the winner.
+
+        A winning call also saves `pending` as the row of `child_id` (its id
+        set to `child_id`), unless that row exists, in the same transaction.
+        """
         ...
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:

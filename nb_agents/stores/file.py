@@ -14,7 +14,10 @@ file systems)::
 A file is written whole to a temporary file and moved into place with
 `os.replace`, so a reader never sees half of one. Read-modify-writes hold an
 exclusive `fcntl.flock` on ``.lock`` (between processes) and a threading lock;
-reads of several files hold a shared flock. Each snapshot stores its whole
+reads of several files hold a shared flock. A save with audit records, and a
+claim with its pending row, write their files under one exclusive lock, so no
+other write comes between them (a crash between the two files can lose the
+second). Each snapshot stores its whole
 state: this store is the simple, inspectable one (use `SqliteSessionStore` for
 long conversations).
 """
@@ -38,7 +41,15 @@ import anyio.to_thread
 from pydantic import BaseModel
 
 from ..types import SessionSnapshot
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pick_leaf, with_effective_status
+from .base import (
+    AuditRecord,
+    ResumeClaim,
+    SnapshotMutator,
+    apply_mutator,
+    pending_mutator,
+    pick_leaf,
+    with_effective_status,
+)
 
 if sys.platform != "win32":
     import fcntl
@@ -87,6 +98,16 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _audit_by_session(records: Sequence[AuditRecord]) -> dict[str, list[dict[str, Any]]]:
+    """Records as the JSON they are stored as, by session."""
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for rec in records:
+        # through JSON now, so a value JSON cannot hold fails here, before any write
+        data = json.loads(json.dumps(rec.to_dict(), default=_jsonable))
+        by_session.setdefault(rec.session_id, []).append(data)
+    return by_session
+
+
 class FileSessionStore:
     """A session store of plain JSON files, one per snapshot, that you can read and diff.
 
@@ -133,10 +154,23 @@ class FileSessionStore:
 
         return with_effective_status(await self._run(latest))
 
-    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        return await self._run(lambda: self._save(snapshot_id, mutator))
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        by_session = _audit_by_session(audit)
 
-    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
+        def save() -> SessionSnapshot | None:
+            with self._locked(exclusive=True):
+                new = self._save(snapshot_id, mutator)
+                if new is not None:
+                    self._append_audit(by_session)
+                return new
+
+        return await self._run(save)
+
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
         path = self.directory / "claims" / _fname(snapshot_id)
 
         def claim() -> ResumeClaim | None:
@@ -145,6 +179,8 @@ class FileSessionStore:
                 if existing is not None:
                     return ResumeClaim(existing["digest"], existing["childId"])
                 _write_json(path, {"snapshotId": snapshot_id, "digest": digest, "childId": child_id})
+                if pending is not None:
+                    self._save(child_id, pending_mutator(pending))
                 return None
 
         return await self._run(claim)
@@ -174,19 +210,11 @@ class FileSessionStore:
         return await self._run(ids)
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        by_session: dict[str, list[dict[str, Any]]] = {}
-        for rec in records:
-            # through JSON now, so a value JSON cannot hold fails here, before any write
-            data = json.loads(json.dumps(rec.to_dict(), default=_jsonable))
-            by_session.setdefault(rec.session_id, []).append(data)
+        by_session = _audit_by_session(records)
 
         def add() -> None:
             with self._locked(exclusive=True):
-                for session_id, new in by_session.items():
-                    path = self.directory / "audit" / _fname(session_id)
-                    log = _read_json(path) or {"sessionId": session_id, "records": []}
-                    log["records"].extend(new)
-                    _write_json(path, log)
+                self._append_audit(by_session)
 
         if by_session:
             await self._run(add)
@@ -206,15 +234,23 @@ class FileSessionStore:
         return SessionSnapshot.model_validate(raw) if raw is not None else None
 
     def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        with self._locked(exclusive=True):
-            current = self._load(snapshot_id)
-            new = apply_mutator(snapshot_id, current, mutator)
-            if new is None:
-                return None
-            _write_json(self._snapshot_path(snapshot_id), new.to_wire())
-            if new.session_id:
-                self._index(new)
-            return new
+        """Read-modify-write one snapshot file; the caller holds the exclusive lock."""
+        current = self._load(snapshot_id)
+        new = apply_mutator(snapshot_id, current, mutator)
+        if new is None:
+            return None
+        _write_json(self._snapshot_path(snapshot_id), new.to_wire())
+        if new.session_id:
+            self._index(new)
+        return new
+
+    def _append_audit(self, by_session: dict[str, list[dict[str, Any]]]) -> None:
+        """Append records to their sessions' logs; the caller holds the exclusive lock."""
+        for session_id, new in by_session.items():
+            path = self.directory / "audit" / _fname(session_id)
+            log = _read_json(path) or {"sessionId": session_id, "records": []}
+            log["records"].extend(new)
+            _write_json(path, log)
 
     def _index(self, snap: SessionSnapshot) -> None:
         """Record the snapshot's lineage in its session's index (what `pick_leaf` needs)."""

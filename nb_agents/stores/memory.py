@@ -11,7 +11,15 @@ import threading
 from collections.abc import Sequence
 
 from ..types import SessionSnapshot
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pick_leaf, with_effective_status
+from .base import (
+    AuditRecord,
+    ResumeClaim,
+    SnapshotMutator,
+    apply_mutator,
+    pending_mutator,
+    pick_leaf,
+    with_effective_status,
+)
 
 __all__ = ["InMemorySessionStore"]
 
@@ -41,23 +49,25 @@ class InMemorySessionStore:
             ids = self._by_session.get(session_id, {})
             return with_effective_status(pick_leaf(self._rows[i] for i in ids))
 
-    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
         with self._lock:
-            current = self._rows.get(snapshot_id)
-            new = apply_mutator(snapshot_id, current, mutator)
-            if new is None:
-                return None
-            self._rows[snapshot_id] = new
-            if new.session_id:
-                self._by_session.setdefault(new.session_id, {})[snapshot_id] = None
+            new = self._save(snapshot_id, mutator)
+            if new is not None:
+                self._add_audit(audit)
             return new
 
-    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
         with self._lock:
             existing = self._claims.get(snapshot_id)
             if existing is not None:
                 return existing
             self._claims[snapshot_id] = ResumeClaim(digest, child_id)
+            if pending is not None:
+                self._save(child_id, pending_mutator(pending))
             return None
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
@@ -72,9 +82,22 @@ class InMemorySessionStore:
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:
         with self._lock:
-            for rec in records:
-                self._audit.setdefault(rec.session_id, []).append(rec)
+            self._add_audit(records)
 
     async def audit(self, session_id: str) -> list[AuditRecord]:
         with self._lock:
             return list(self._audit.get(session_id, []))
+
+    # -- under the lock ---------------------------------------------------------------
+    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
+        new = apply_mutator(snapshot_id, self._rows.get(snapshot_id), mutator)
+        if new is None:
+            return None
+        self._rows[snapshot_id] = new
+        if new.session_id:
+            self._by_session.setdefault(new.session_id, {})[snapshot_id] = None
+        return new
+
+    def _add_audit(self, records: Sequence[AuditRecord]) -> None:
+        for rec in records:
+            self._audit.setdefault(rec.session_id, []).append(rec)

@@ -16,7 +16,8 @@ so it never blocks an event loop and works from any thread or loop (the
   turn is stored whole) rather than waited for, so saves cannot deadlock on
   each other's bases, and a rewrite of a base waits for the rows built on it.
 * ``claim_resume`` is ``INSERT ... ON CONFLICT DO NOTHING RETURNING``, then a
-  read of the winner: the first claim wins in every process.
+  read of the winner: the first claim wins in every process. The winner's
+  pending row, and a save's audit records, are written in the same transaction.
 * The tables are created on first use under an advisory lock, so two
   processes starting at once do not race on ``CREATE TABLE``.
 
@@ -25,11 +26,7 @@ psycopg is imported here only; ``import nb_agents`` never loads it.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -53,7 +50,15 @@ from ._delta import (
     shared_prefix,
     to_json,
 )
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, with_effective_status
+from ._pg_pool import PgPool
+from .base import (
+    AuditRecord,
+    ResumeClaim,
+    SnapshotMutator,
+    apply_mutator,
+    pending_mutator,
+    with_effective_status,
+)
 
 __all__ = ["PostgresSessionStore"]
 
@@ -108,8 +113,16 @@ _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # the row and its cha
 _WRITE = "BEGIN"
 _DEADLOCK_RETRIES = 3
 
+_ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
+
 # (seq, rev, meta, state, base_seq, base_len, tail)
 _Row = tuple[int, int, str, str | None, int | None, int, str | None]
+# Histories a transaction wrote, cached once it committed: (seq, rev, messages).
+_Written = list[tuple[int, int, list[Message]]]
+
+
+def _audit_rows(records: Sequence[AuditRecord]) -> list[tuple[str, str]]:
+    return [(r.session_id, to_json(r.to_dict())) for r in records]
 
 
 class PostgresSessionStore:
@@ -147,12 +160,8 @@ class PostgresSessionStore:
         self._dsn = dsn
         # what the repr shows; never the password
         self._where = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
-        self._pool_size = pool_size
-        self._pool: list[psycopg.Connection[Any]] = []
-        self._pool_lock = threading.Lock()
-        self._pid = os.getpid()
-        self._ready = False
         self._cache = MessageCache()
+        self._pool = PgPool(dsn, pool_size, self._init_schema, self._forked)
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self._where!r})"
@@ -164,28 +173,15 @@ class PostgresSessionStore:
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
         return with_effective_status(await self._run(lambda: self._read(_LEAF, {"sid": session_id})))
 
-    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        return await self._run(lambda: self._save(snapshot_id, mutator))
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        return await self._run(lambda: self._retrying(self._save, snapshot_id, mutator, audit))
 
-    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
-        def claim() -> ResumeClaim | None:
-            while True:
-                with self._tx(_WRITE) as conn:
-                    won = conn.execute(
-                        "INSERT INTO nb_agents_claims (snapshot_id, digest, child_id) VALUES (%s, %s, %s) "
-                        "ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1",
-                        (snapshot_id, digest, child_id),
-                    ).fetchone()
-                    if won is not None:
-                        return None
-                    row = conn.execute(
-                        "SELECT digest, child_id FROM nb_agents_claims WHERE snapshot_id = %s", (snapshot_id,)
-                    ).fetchone()
-                if row is not None:
-                    return ResumeClaim(row[0], row[1])
-                # the winner released its claim between the two statements: claim again
-
-        return await self._run(claim)
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        return await self._run(lambda: self._retrying(self._claim, snapshot_id, digest, child_id, pending))
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
         sql = "DELETE FROM nb_agents_claims WHERE snapshot_id = %s AND child_id = %s"
@@ -199,10 +195,9 @@ class PostgresSessionStore:
         return [r[0] for r in await self._run(lambda: self._fetch(sql, ()))]
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        rows = [(r.session_id, to_json(r.to_dict())) for r in records]
-        sql = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
+        rows = _audit_rows(records)
         if rows:
-            await self._run(lambda: self._write_many(sql, rows))
+            await self._run(lambda: self._write_many(_ADD_AUDIT, rows))
 
     async def audit(self, session_id: str) -> list[AuditRecord]:
         sql = "SELECT record FROM nb_agents_audit WHERE session_id = %s ORDER BY seq"
@@ -210,50 +205,88 @@ class PostgresSessionStore:
 
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, []
-        for conn in pool:
-            conn.close()
+        self._pool.close()
         self._cache.clear()
 
     # -- reads and writes (in a worker thread) -----------------------------------
     def _read(self, sql: str, params: Any) -> SessionSnapshot | None:
-        with self._tx(_READ) as conn:
+        with self._pool.transaction(_READ) as conn:
             row: _Row | None = conn.execute(sql, params).fetchone()
             return self._decode(conn, row) if row is not None else None
 
     def _fetch(self, sql: str, params: tuple[str, ...]) -> list[Any]:
-        with self._tx(_READ) as conn:
+        with self._pool.transaction(_READ) as conn:
             return conn.execute(sql, params).fetchall()
 
     def _write_many(self, sql: str, rows: list[tuple[str, str]]) -> None:
-        with self._tx(_WRITE) as conn, conn.cursor() as cur:
+        with self._pool.transaction(_WRITE) as conn, conn.cursor() as cur:
             cur.executemany(sql, rows)
 
-    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
+    def _claim(
+        self,
+        conn: psycopg.Connection[Any],
+        written: _Written,
+        snapshot_id: str,
+        digest: str,
+        child_id: str,
+        pending: SessionSnapshot | None,
+    ) -> ResumeClaim | None:
+        while True:  # each statement reads what committed before it (READ COMMITTED)
+            won = conn.execute(
+                "INSERT INTO nb_agents_claims (snapshot_id, digest, child_id) VALUES (%s, %s, %s) "
+                "ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1",
+                (snapshot_id, digest, child_id),
+            ).fetchone()
+            if won is not None:
+                if pending is not None:
+                    self._save(conn, written, child_id, pending_mutator(pending), ())
+                return None
+            row = conn.execute(
+                "SELECT digest, child_id FROM nb_agents_claims WHERE snapshot_id = %s", (snapshot_id,)
+            ).fetchone()
+            if row is not None:
+                return ResumeClaim(row[0], row[1])
+            # the winner released its claim between the two statements: claim again
+
+    def _retrying(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, written, *args)`` in a write transaction; what it wrote is cached once committed."""
         for attempt in range(_DEADLOCK_RETRIES):
+            written: _Written = []
             try:
-                return self._save_once(snapshot_id, mutator)
+                with self._pool.transaction(_WRITE) as conn:
+                    out = fn(conn, written, *args)
+                break
             except psycopg.errors.DeadlockDetected:
                 # Postgres broke a lock cycle by aborting this transaction: nothing
                 # was written, so it is run again (the mutator with it)
                 if attempt == _DEADLOCK_RETRIES - 1:
                     raise
-        raise AssertionError("unreachable")
-
-    def _save_once(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        with self._tx(_WRITE) as conn:
-            # the id's lock covers a row that does not exist yet: two first saves serialize
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ID_LOCKS, snapshot_id))
-            row: _Row | None = conn.execute(_BY_ID + " FOR UPDATE", (snapshot_id,)).fetchone()
-            current = self._decode(conn, row) if row is not None else None
-            old = list(current.state.messages) if current is not None and current.state is not None else []
-            new = apply_mutator(snapshot_id, current, mutator)
-            if new is None:
-                return None
-            seq, rev, messages = self._write(conn, row, old, new)
-        if messages is not None:
+        for seq, rev, messages in written:
             self._cache.put(seq, rev, messages)
+        return out
+
+    def _save(
+        self,
+        conn: psycopg.Connection[Any],
+        written: _Written,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        audit: Sequence[AuditRecord],
+    ) -> SessionSnapshot | None:
+        # the id's lock covers a row that does not exist yet: two first saves serialize
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ID_LOCKS, snapshot_id))
+        row: _Row | None = conn.execute(_BY_ID + " FOR UPDATE", (snapshot_id,)).fetchone()
+        current = self._decode(conn, row) if row is not None else None
+        old = list(current.state.messages) if current is not None and current.state is not None else []
+        new = apply_mutator(snapshot_id, current, mutator)
+        if new is None:
+            return None
+        seq, rev, messages = self._write(conn, row, old, new)
+        if messages is not None:
+            written.append((seq, rev, messages))
+        if audit:
+            with conn.cursor() as cur:
+                cur.executemany(_ADD_AUDIT, _audit_rows(audit))
         return new
 
     def _write(
@@ -324,60 +357,8 @@ class PostgresSessionStore:
     async def _run(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn)
 
-    @contextmanager
-    def _tx(self, begin: str) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction opened with `begin`, committed on success."""
-        conn = self._begin(begin)
-        try:
-            try:
-                yield conn
-            except BaseException:
-                with contextlib.suppress(psycopg.Error):  # a broken connection is closed on release
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            self._release(conn)
-
-    def _begin(self, begin: str) -> psycopg.Connection[Any]:
-        while True:
-            conn, pooled = self._acquire()
-            try:
-                conn.execute(begin)
-                return conn
-            except psycopg.OperationalError:
-                conn.close()
-                if not pooled:
-                    raise
-                # the server closed a pooled connection (a restart, an idle timeout): take another
-
-    def _acquire(self) -> tuple[psycopg.Connection[Any], bool]:
-        with self._pool_lock:
-            if self._pid != os.getpid():
-                # a forked child must not use its parent's connections (or trust its cache)
-                self._pid, self._pool, self._ready = os.getpid(), [], False
-                self._cache = MessageCache()
-            if self._pool:
-                return self._pool.pop(), True
-        return self._connect(), False
-
-    def _release(self, conn: psycopg.Connection[Any]) -> None:
-        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            with self._pool_lock:
-                if len(self._pool) < self._pool_size and self._pid == os.getpid():
-                    self._pool.append(conn)
-                    return
-        conn.close()
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(self._dsn, autocommit=True)
-        try:
-            if not self._ready:
-                self._init_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    def _forked(self) -> None:
+        self._cache = MessageCache()  # writes since the fork are not in the parent's cache
 
     def _init_schema(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
@@ -400,4 +381,3 @@ class PostgresSessionStore:
                     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                     (str(_SCHEMA_VERSION),),
                 )
-        self._ready = True

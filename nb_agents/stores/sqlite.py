@@ -1,17 +1,21 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
-This module owns the SQLite schema and queries. Histories are stored with the
-delta encoding of `._delta` (shared with the Postgres store): a snapshot row
-keeps only the messages its turn added on top of its base row (its parent,
-when the parent has a state). A read rebuilds the history with one recursive
-query over the base chain, so a turn writes bytes in proportion to what it
-adds, not to the whole history.
+This module owns the store's connections and transactions and where they run;
+the tables and queries are `._sqlite_rows`'s, the compact values
+`._sqlite_codec`'s. A turn writes bytes in proportion to what it adds: a row
+keeps only the messages its turn added on top of its parent's, and a read
+rebuilds the history with one recursive query over that chain.
 
 Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
-processes on the same file serialize), run in a worker thread so that it never
-blocks an event loop. Connections are pooled per store; each is used by one
-thread at a time. The database runs in WAL mode: readers never wait for the
-writer.
+processes on the same file serialize). A short transaction runs right on the
+calling event loop with a busy timeout of 0: when another connection holds
+the write lock, SQLite answers "busy" at once, and the operation runs again
+in a worker thread that waits for the lock (up to 30 s). Only a transaction
+that committed is cached. So a turn costs no thread hops unless the database
+is contended; and the loop never waits on a lock, on an fsync
+(``synchronous="FULL"`` writes, and the periodic WAL checkpoint, run in the
+thread), or on another process. The database runs in WAL mode: readers
+never wait for the writer.
 """
 
 from __future__ import annotations
@@ -22,71 +26,31 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio.to_thread
 
 from ..errors import FailedPreconditionError
-from ..types import Message, SessionSnapshot
-from ._delta import (
-    MessageCache,
-    decode_audit,
-    decode_snapshot,
-    encode_row,
-    history,
-    rebased_tail,
-    shared_prefix,
-    to_json,
-)
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, with_effective_status
+from ..types import SessionSnapshot
+from ._delta import MessageCache
+from ._sqlite_rows import SCHEMA, SCHEMA_VERSION, Rows
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, with_effective_status
 
 __all__ = ["SqliteSessionStore"]
 
 T = TypeVar("T")
 
-_SCHEMA_VERSION = 1
-_SCHEMA = (
-    # seq orders rows by insertion and is what a row's base points at: a base
-    # is always an older row (base_seq < seq), so the chain cannot loop.
-    # created_at is '' when unset, to sort as `pick_leaf` does; the index on
-    # (session_id, created_at, snapshot_id) finds the newest leaf without a sort.
-    """CREATE TABLE IF NOT EXISTS snapshots (
-        seq INTEGER PRIMARY KEY,
-        snapshot_id TEXT NOT NULL UNIQUE,
-        session_id TEXT,
-        parent_id TEXT,
-        created_at TEXT NOT NULL,
-        rev INTEGER NOT NULL,
-        meta TEXT NOT NULL,
-        state TEXT,
-        base_seq INTEGER,
-        base_len INTEGER NOT NULL,
-        tail TEXT)""",
-    "CREATE INDEX IF NOT EXISTS snapshots_session ON snapshots (session_id, created_at, snapshot_id)",
-    "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent_id)",
-    "CREATE INDEX IF NOT EXISTS snapshots_base ON snapshots (base_seq) WHERE base_seq IS NOT NULL",
-    """CREATE TABLE IF NOT EXISTS claims (
-        snapshot_id TEXT PRIMARY KEY, digest TEXT NOT NULL, child_id TEXT NOT NULL) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS audit (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, record TEXT NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id, seq)",
-)
-_COLS = "seq, rev, meta, state, base_seq, base_len, tail"
-_BY_ID = f"SELECT {_COLS} FROM snapshots WHERE snapshot_id = ?"
-_LEAF = f"""SELECT {_COLS} FROM snapshots s WHERE s.session_id = ?
-    AND NOT EXISTS (SELECT 1 FROM snapshots c WHERE c.parent_id = s.snapshot_id AND c.session_id = ?)
-    ORDER BY s.created_at DESC, s.snapshot_id DESC LIMIT 1"""
-_CHAIN = """WITH RECURSIVE chain(depth, seq, rev, base_seq, base_len, tail) AS (
-        SELECT 0, seq, rev, base_seq, base_len, tail FROM snapshots WHERE seq = ?
-        UNION ALL
-        SELECT c.depth + 1, s.seq, s.rev, s.base_seq, s.base_len, s.tail
-        FROM snapshots s JOIN chain c ON s.seq = c.base_seq)
-    SELECT seq, rev, base_len, tail FROM chain ORDER BY depth"""
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _POOL_MAX = 8
+_BUSY_TIMEOUT_MS = 30_000
+# Connections on the loop never checkpoint; every Nth write runs in the thread,
+# whose connection checkpoints once the WAL holds 1000 pages (SQLite's default).
+_CHECKPOINT_EVERY = 128
+_SQLITE_BUSY = 5
 
-# (seq, rev, meta, state, base_seq, base_len, tail)
-_Row = tuple[int, int, str, str | None, int | None, int, str | None]
+
+class _NotReadyError(Exception):
+    """The store must check its schema (first use, or in a forked child) before running on the loop."""
 
 
 class SqliteSessionStore:
@@ -117,10 +81,13 @@ class SqliteSessionStore:
             raise ValueError("SqliteSessionStore needs a file path; use InMemorySessionStore for memory")
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         self._synchronous = synchronous.upper()
-        self._pool: list[sqlite3.Connection] = []
+        # writes that fsync at each commit never run on the loop
+        self._inline_writes = self._synchronous in ("OFF", "NORMAL")
+        self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}  # by "inline"
         self._pool_lock = threading.Lock()
         self._pid = os.getpid()
         self._ready = False
+        self._writes = 0
         self._cache = MessageCache()
 
     def __repr__(self) -> str:
@@ -128,185 +95,120 @@ class SqliteSessionStore:
 
     # -- the protocol -----------------------------------------------------------
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda: self._read(_BY_ID, (snapshot_id,))))
+        return with_effective_status(await self._run(lambda rows: rows.get(snapshot_id), write=False))
 
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda: self._read(_LEAF, (session_id, session_id))))
+        return with_effective_status(await self._run(lambda rows: rows.latest(session_id), write=False))
 
-    async def save_snapshot(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        return await self._run(lambda: self._save(snapshot_id, mutator))
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        return await self._run(lambda rows: rows.save(snapshot_id, mutator, audit), write=True)
 
-    async def claim_resume(self, snapshot_id: str, digest: str, child_id: str) -> ResumeClaim | None:
-        def claim() -> ResumeClaim | None:
-            with self._tx("IMMEDIATE") as conn:
-                cur = conn.execute(
-                    "INSERT INTO claims (snapshot_id, digest, child_id) VALUES (?, ?, ?) "
-                    "ON CONFLICT (snapshot_id) DO NOTHING",
-                    (snapshot_id, digest, child_id),
-                )
-                if cur.rowcount == 1:
-                    return None
-                row = conn.execute(
-                    "SELECT digest, child_id FROM claims WHERE snapshot_id = ?", (snapshot_id,)
-                ).fetchone()
-                return ResumeClaim(row[0], row[1])
-
-        return await self._run(claim)
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        return await self._run(lambda rows: rows.claim(snapshot_id, digest, child_id, pending), write=True)
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        sql = "DELETE FROM claims WHERE snapshot_id = ? AND child_id = ?"
-        await self._run(lambda: self._write_many(sql, [(snapshot_id, child_id)]))
+        await self._run(lambda rows: rows.release(snapshot_id, child_id), write=True)
 
     async def session_ids(self) -> list[str]:
-        sql = (
-            "SELECT session_id FROM snapshots WHERE session_id IS NOT NULL "
-            "GROUP BY session_id ORDER BY MIN(seq)"
-        )
-        return [r[0] for r in await self._run(lambda: self._fetch(sql, ()))]
+        return await self._run(lambda rows: rows.session_ids(), write=False)
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        rows = [(r.session_id, to_json(r.to_dict())) for r in records]
-        sql = "INSERT INTO audit (session_id, record) VALUES (?, ?)"
-        if rows:
-            await self._run(lambda: self._write_many(sql, rows))
+        if records:
+            await self._run(lambda rows: rows.add_audit(records), write=True)
 
     async def audit(self, session_id: str) -> list[AuditRecord]:
-        sql = "SELECT record FROM audit WHERE session_id = ? ORDER BY seq"
-        return [decode_audit(text) for (text,) in await self._run(lambda: self._fetch(sql, (session_id,)))]
+        return await self._run(lambda rows: rows.audit(session_id), write=False)
 
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
         with self._pool_lock:
-            pool, self._pool = self._pool, []
-        for conn in pool:
+            pools, self._pools = self._pools, {True: [], False: []}
+        for conn in (*pools[True], *pools[False]):
             conn.close()
         self._cache.clear()
 
-    # -- reads and writes (in a worker thread) -----------------------------------
-    def _read(self, sql: str, params: tuple[str, ...]) -> SessionSnapshot | None:
-        with self._tx("DEFERRED") as conn:
-            row: _Row | None = conn.execute(sql, params).fetchone()
-            return self._decode(conn, row) if row is not None else None
+    # -- where a transaction runs -------------------------------------------------
+    async def _run(self, fn: Callable[[Rows], T], *, write: bool) -> T:
+        """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
 
-    def _fetch(self, sql: str, params: tuple[str, ...]) -> list[Any]:
-        with self._tx("DEFERRED") as conn:
-            return conn.execute(sql, params).fetchall()
+        A write that found the database busy never started (``BEGIN IMMEDIATE``
+        is its first statement), so its mutator runs once, in the thread.
+        """
+        if self._ready and (not write or self._inline_writes):
+            self._writes += write
+            if not write or self._writes % _CHECKPOINT_EVERY:
+                try:
+                    return self._transaction(fn, write=write, inline=True)
+                except _NotReadyError:
+                    pass
+                except sqlite3.OperationalError as exc:
+                    if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
+                        raise
+        return await anyio.to_thread.run_sync(lambda: self._transaction(fn, write=write, inline=False))
 
-    def _write_many(self, sql: str, rows: list[tuple[str, str]]) -> None:
-        with self._tx("IMMEDIATE") as conn:
-            conn.executemany(sql, rows)
-
-    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        with self._tx("IMMEDIATE") as conn:
-            row: _Row | None = conn.execute(_BY_ID, (snapshot_id,)).fetchone()
-            current = self._decode(conn, row) if row is not None else None
-            old = list(current.state.messages) if current is not None and current.state is not None else []
-            new = apply_mutator(snapshot_id, current, mutator)
-            if new is None:
-                return None
-            seq, rev, messages = self._write(conn, row, old, new)
-        if messages is not None:
-            self._cache.put(seq, rev, messages)
-        return new
-
-    def _write(
-        self, conn: sqlite3.Connection, row: _Row | None, old: list[Message], new: SessionSnapshot
-    ) -> tuple[int, int, list[Message] | None]:
-        cols, messages = encode_row(
-            new, lambda: self._base(conn, new.parent_id, row[0] if row is not None else None)
-        )
-        if row is None:
-            cur = conn.execute(
-                "INSERT INTO snapshots (snapshot_id, session_id, parent_id, created_at, meta, state, "
-                "base_seq, base_len, tail, rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
-                (new.snapshot_id, *cols),
-            )
-            assert cur.lastrowid is not None
-            return cur.lastrowid, 1, messages
-        seq, rev = row[0], row[1] + 1
-        conn.execute(
-            "UPDATE snapshots SET session_id = ?, parent_id = ?, created_at = ?, meta = ?, state = ?, "
-            "base_seq = ?, base_len = ?, tail = ?, rev = ? WHERE seq = ?",
-            (*cols, rev, seq),
-        )
-        if old:
-            self._rebase_dependents(conn, seq, old, shared_prefix(messages or [], old))
-        return seq, rev, messages
-
-    def _base(
-        self, conn: sqlite3.Connection, parent_id: str | None, own_seq: int | None
-    ) -> tuple[int, list[Message]] | None:
-        """The row to delta-encode against (the parent) and its messages, if usable."""
-        if not parent_id:
-            return None
-        row: _Row | None = conn.execute(_BY_ID, (parent_id,)).fetchone()
-        if row is None or row[3] is None or (own_seq is not None and row[0] >= own_seq):
-            return None
-        return row[0], self._messages(conn, row)
-
-    def _rebase_dependents(self, conn: sqlite3.Connection, seq: int, old: list[Message], keep: int) -> None:
-        """A rewritten row kept only `keep` of its old messages: rows built on more get them inline."""
-        deps = conn.execute(
-            "SELECT seq, base_len, tail FROM snapshots WHERE base_seq = ? AND base_len > ?", (seq, keep)
-        ).fetchall()
-        for dep_seq, dep_len, dep_tail in deps:
-            conn.execute(
-                "UPDATE snapshots SET base_seq = ?, base_len = ?, tail = ? WHERE seq = ?",
-                (seq if keep else None, keep, rebased_tail(old, keep, dep_len, dep_tail), dep_seq),
-            )
-
-    def _decode(self, conn: sqlite3.Connection, row: _Row) -> SessionSnapshot:
-        return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(conn, row))
-
-    def _messages(self, conn: sqlite3.Connection, row: _Row) -> list[Message]:
-        """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
-        return history(
-            self._cache, row[0], row[1], row[4] is not None, row[6], lambda: conn.execute(_CHAIN, (row[0],))
-        )
-
-    # -- connections --------------------------------------------------------------
-    async def _run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn)
-
-    @contextmanager
-    def _tx(self, mode: str) -> Iterator[sqlite3.Connection]:
-        conn = self._acquire()
-        try:
-            conn.execute(f"BEGIN {mode}")
+    def _transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+        with self._connection(inline) as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            rows = Rows(conn, self._cache)
             try:
-                yield conn
+                out = fn(rows)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-        finally:
-            self._release(conn)
+        for seq, rev, messages in rows.written:
+            self._cache.put(seq, rev, messages)
+        return out
 
-    def _acquire(self) -> sqlite3.Connection:
+    # -- connections --------------------------------------------------------------
+    @contextmanager
+    def _connection(self, inline: bool) -> Iterator[sqlite3.Connection]:
         with self._pool_lock:
             if self._pid != os.getpid():
                 # a forked child must not use its parent's connections (or trust its cache)
-                self._pid, self._pool, self._ready = os.getpid(), [], False
+                self._pid, self._pools, self._ready = os.getpid(), {True: [], False: []}, False
                 self._cache = MessageCache()
-            if self._pool:
-                return self._pool.pop()
-        return self._connect()
+            if inline and not self._ready:
+                raise _NotReadyError  # the schema check waits for locks: not on the loop
+            pool = self._pools[inline]
+            conn = pool.pop() if pool else None
+        if conn is None:
+            conn = self._connect(inline)
+        try:
+            yield conn
+        finally:
+            self._release(conn, inline)
 
-    def _release(self, conn: sqlite3.Connection) -> None:
-        if not conn.in_transaction:
-            with self._pool_lock:
-                if len(self._pool) < _POOL_MAX:
-                    self._pool.append(conn)
-                    return
+    def _release(self, conn: sqlite3.Connection, inline: bool) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")  # a failed BEGIN or COMMIT left it open
+            except sqlite3.Error:
+                conn.close()
+                return
+        with self._pool_lock:
+            pool = self._pools[inline]
+            if len(pool) < _POOL_MAX:
+                pool.append(conn)
+                return
         conn.close()
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    def _connect(self, inline: bool) -> sqlite3.Connection:
+        timeout_ms = 0 if inline else _BUSY_TIMEOUT_MS
+        conn = sqlite3.connect(
+            self.path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         try:
-            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
             if not self._ready:
                 self._init_schema(conn)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            if inline:
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
         except BaseException:
             conn.close()
             raise
@@ -325,13 +227,14 @@ class SqliteSessionStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > _SCHEMA_VERSION:
+            if version not in (0, SCHEMA_VERSION):
                 raise FailedPreconditionError(
-                    f"{self.path} has schema version {version}; this nb_agents reads up to {_SCHEMA_VERSION}."
+                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads version "
+                    f"{SCHEMA_VERSION} only: use a new database file."
                 )
-            for stmt in _SCHEMA:
+            for stmt in SCHEMA:
                 conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

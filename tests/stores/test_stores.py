@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from nb_agents.stores._sqlite_codec import decode_id, unpack_tail
 from nb_agents.stores.base import AuditRecord, ResumeClaim, SessionStore
 from nb_agents.stores.file import FileSessionStore
 from nb_agents.stores.memory import InMemorySessionStore
@@ -285,6 +286,61 @@ async def test_audit_is_kept_in_order(store: SessionStore) -> None:
     assert got[2].kind == "restart" and got[2].replaced_input == {"to": "bob"} and got[2].ref is None
     assert await store.audit("s2") == [rec(3, session_id="s2")]
     assert await store.audit("nobody") == []
+
+
+def _answer(i: int, session_id: str = "s1", snapshot_id: str = "root", child_id: str = "kid") -> AuditRecord:
+    return AuditRecord(
+        session_id, snapshot_id, child_id, "transfer", f"t{i}", "restart", {"ok": i}, None, _ts(i)
+    )
+
+
+async def test_a_save_appends_its_audit_records_with_the_row(store: SessionStore) -> None:
+    await _put(store, _snap("root"))
+    await store.add_audit([_answer(1, child_id="earlier")])
+    kid = _snap("kid", parent_id="root", created=1)
+    written = await store.save_snapshot("kid", lambda cur: kid, audit=[_answer(2), _answer(3)])
+    assert written is not None and written.to_wire() == kid.to_wire()
+    # a save that writes nothing appends nothing
+    assert await store.save_snapshot("kid", lambda cur: None, audit=[_answer(4)]) is None
+    # records about other snapshots and sessions are kept as given
+    other = _answer(5, session_id="s2", snapshot_id="elsewhere", child_id="nowhere")
+    await store.save_snapshot("kid", lambda cur: kid, audit=[other])
+    assert await store.audit("s1") == [_answer(1, child_id="earlier"), _answer(2), _answer(3)]
+    assert await store.audit("s2") == [other]
+    got = await store.get_snapshot("kid")
+    assert got is not None and got.to_wire() == kid.to_wire()
+
+
+async def test_a_winning_claim_writes_the_pending_row(store: SessionStore) -> None:
+    await _put(store, _snap("root"))
+    pending = SessionSnapshot(
+        snapshot_id="ignored", session_id="s1", parent_id="root", created_at=_ts(1), status="pending"
+    )
+    assert await store.claim_resume("root", "d1", "kid", pending=pending) is None
+    got = await store.get_snapshot("kid")  # the store owns the id
+    assert got is not None and got.to_wire() == {**pending.to_wire(), "snapshotId": "kid"}
+    latest = await store.get_latest("s1")
+    assert latest is not None and latest.snapshot_id == "kid"
+    # a lost claim writes nothing
+    other = pending.model_copy(update={"snapshot_id": "kid2"})
+    assert await store.claim_resume("root", "d2", "kid2", pending=other) == ResumeClaim("d1", "kid")
+    assert await store.get_snapshot("kid2") is None
+    # a won claim keeps a row that exists
+    await _put(store, _snap("root2", created=2))
+    await _put(store, _snap("done", parent_id="root2", created=3))
+    assert await store.claim_resume("root2", "d3", "done", pending=pending) is None
+    got = await store.get_snapshot("done")
+    assert got is not None and got.to_wire() == _snap("done", parent_id="root2", created=3).to_wire()
+
+
+async def test_a_claim_made_before_its_snapshot_was_saved(store: SessionStore) -> None:
+    assert await store.claim_resume("later", "d1", "kid") is None
+    await _put(store, _snap("later"))
+    await _put(store, _snap("kid", parent_id="later", created=1))
+    assert await store.claim_resume("later", "d2", "kid2") == ResumeClaim("d1", "kid")
+    await store.release_claim("later", "kid")
+    assert await store.claim_resume("later", "d2", "kid2") is None
+    assert await store.claim_resume("later", "d3", "kid3") == ResumeClaim("d2", "kid2")
 
 
 async def test_stale_pending_row_reads_expired(store: SessionStore) -> None:
@@ -558,10 +614,11 @@ async def test_sqlite_storage_grows_with_each_turn_not_the_history(tmp_path: Pat
 
 
 def _tails(path: str) -> dict[str, tuple[int, int]]:
+    """Each row's base length and how many messages its own tail holds."""
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT snapshot_id, base_len, json_array_length(tail) FROM snapshots").fetchall()
+    rows = conn.execute("SELECT id, base_len, tail FROM snapshots").fetchall()
     conn.close()
-    return {r[0]: (r[1], r[2]) for r in rows}
+    return {decode_id(r[0]): (r[1] or 0, len(unpack_tail(r[2]))) for r in rows}
 
 
 async def test_sqlite_delta_without_shared_objects(tmp_path: Path) -> None:

@@ -1,0 +1,266 @@
+"""The compact values of `SqliteSessionStore`'s rows (pure, no I/O).
+
+A row keeps only what no column already says, in the smallest form that reads
+back exactly (``to_wire()`` equal, unknown fields included):
+
+* ids: a canonical (lowercase, hyphenated) UUID is a 16-byte blob, any other
+  string stays text; SQLite never finds a blob equal to a text, so both live in
+  one column and one index;
+* times: ``2026-01-01T00:00:00.000Z`` (what nb_agents writes) is an integer of
+  milliseconds since the epoch, any other string stays text;
+* status, finish reason and ``updatedAt`` (as milliseconds after
+  ``createdAt``) pack into one small integer; whatever else a snapshot holds
+  (``heartbeatAt``, ``error``, unknown fields) is JSON, or NULL when nothing;
+* a state drops its messages (the tail holds them), the session id when it is
+  the row's, and ``artifacts`` when it is the usual empty list;
+* a tail (the messages a row adds to its base) is JSON, raw-deflated
+  against `_ZDICT` (a blob) when that is smaller, else kept as text;
+* an audit record is a JSON array without its ids (columns hold them).
+
+Changing any encoding here, `_ZDICT` included, changes what stored bytes mean:
+bump ``_SCHEMA_VERSION`` in `sqlite.py` with it.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from ..types import Message, SessionSnapshot, SessionState
+from ._delta import dump, load_messages, messages_json, to_json
+from .base import AuditRecord
+
+__all__ = [
+    "Id",
+    "decode_digest",
+    "decode_id",
+    "decode_time",
+    "encode_digest",
+    "encode_id",
+    "encode_time",
+    "pack_audit",
+    "pack_meta",
+    "pack_state",
+    "pack_tail",
+    "unpack_audit",
+    "unpack_meta",
+    "unpack_state",
+    "unpack_tail",
+]
+
+Id = str | bytes  # an id as stored: text, or a UUID's 16 bytes
+
+_EPOCH = datetime(1970, 1, 1)  # naive: stored times are UTC
+_MS = timedelta(milliseconds=1)
+_STATUS = (None, "pending", "completed", "failed", "aborting", "aborted", "expired")
+_FINISH = (
+    None,
+    "stop",
+    "length",
+    "blocked",
+    "interrupted",
+    "other",
+    "unknown",
+    "aborted",
+    "detached",
+    "failed",
+)
+_STATUS_CODE = {s: i for i, s in enumerate(_STATUS)}
+_FINISH_CODE = {f: i for i, f in enumerate(_FINISH)}
+_KINDS = ("respond", "restart")
+_SNAPSHOT_COLUMNS = {"snapshot_id", "session_id", "parent_id", "state"}
+
+# Raw deflate (no header, no checksum) with a 4 KiB window; the preset dictionary
+# holds the JSON that Genkit messages repeat, the most frequent last.
+_WBITS = -12
+_MEMLEVEL = 4
+_ZDICT = (
+    b'"contentType":"application/json"{"media":{"url":"data:image/png;base64,"reasoning":"'
+    b'{"data":{"custom":{"finishReason":"stop""usage":{"inputTokens":"outputTokens":'
+    b'"replacedInput":{"toolApproved":true}"resumed":{"toolApproved":true}},"metadata":{"resumed":true}}'
+    b'"metadata":{"interrupt":true}"metadata":{"interrupt":{"message":"'
+    b'"metadata":{"resolvedInterrupt":{"message":"'
+    b'{"role":"system","content":[{"text":"'
+    b'{"role":"tool","content":[{"toolResponse":{"name":"'
+    b'","ref":"","output":"ok"}}]}'
+    b'{"role":"model","content":[{"toolRequest":{"name":"'
+    b'","ref":"","input":{"'
+    b'{"role":"model","content":[{"text":"'
+    b'{"role":"user","content":[{"text":"'
+)
+
+
+# -- ids, times, digests --------------------------------------------------------------
+def encode_id(value: str) -> Id:
+    """A canonical UUID as its 16 bytes; any other id as itself.
+
+    Example:
+        >>> encode_id("8a3f2c3e-5b1d-4c0e-9f1a-2b3c4d5e6f70").hex()
+        '8a3f2c3e5b1d4c0e9f1a2b3c4d5e6f70'
+        >>> encode_id("alice")
+        'alice'
+    """
+    if len(value) == 36 and value[8] == value[13] == value[18] == value[23] == "-":
+        digits = value[:8] + value[9:13] + value[14:18] + value[19:23] + value[24:]
+        try:
+            raw = bytes.fromhex(digits)
+        except ValueError:
+            return value
+        if len(raw) == 16 and raw.hex() == digits:  # lowercase hex only: `str(uuid.UUID(...))`
+            return raw
+    return value
+
+
+def decode_id(value: Id) -> str:
+    if isinstance(value, bytes):
+        h = value.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return value
+
+
+def encode_time(value: str | None) -> int | str | None:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` as milliseconds since the epoch; other strings as themselves."""
+    if value is None or len(value) != 24 or value[-1] != "Z" or value[19] != ".":
+        return value
+    try:
+        moment = datetime.fromisoformat(value[:-1])
+    except ValueError:
+        return value
+    if moment.tzinfo is not None or moment.isoformat(timespec="milliseconds") != value[:-1]:
+        return value
+    return (moment - _EPOCH) // _MS
+
+
+def decode_time(value: int | str | None) -> str | None:
+    if isinstance(value, int):
+        return (_EPOCH + value * _MS).isoformat(timespec="milliseconds") + "Z"
+    return value
+
+
+def encode_digest(value: str) -> Id:
+    """A SHA-256 hex digest as its 32 bytes; anything else as itself."""
+    if len(value) == 64:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            return value
+        if raw.hex() == value:
+            return raw
+    return value
+
+
+def decode_digest(value: Id) -> str:
+    return value.hex() if isinstance(value, bytes) else value
+
+
+# -- snapshot metadata ----------------------------------------------------------------
+def pack_meta(snap: SessionSnapshot) -> tuple[int | str | None, int, str | None]:
+    """``(created, kind, meta)``: the snapshot's fields that are not columns of their own.
+
+    ``kind`` is ``status + 8 * finish + 128 * (updated - created + 1)`` (the
+    last term 0 when ``updatedAt`` is not a millisecond time at or after
+    ``createdAt``); ``meta`` is JSON of the rest, or None.
+    """
+    rest = dump(snap, _SNAPSHOT_COLUMNS)
+    created = encode_time(rest.pop("createdAt", None))
+    kind = _code(rest, "status", _STATUS_CODE) + 8 * _code(rest, "finishReason", _FINISH_CODE)
+    updated = encode_time(rest.get("updatedAt"))
+    if isinstance(created, int) and isinstance(updated, int) and updated >= created:
+        del rest["updatedAt"]
+        kind += 128 * (updated - created + 1)
+    return created, kind, to_json(rest) if rest else None
+
+
+def _code(wire: dict[str, Any], key: str, codes: dict[str | None, int]) -> int:
+    """Pop a literal's code; a value outside the literals (set without validation) stays in `wire`."""
+    value = wire.get(key)
+    code = codes.get(value) if isinstance(value, str) else None
+    if code is None:
+        return 0
+    del wire[key]
+    return code
+
+
+def unpack_meta(created: int | str | None, kind: int, meta: str | None) -> dict[str, Any]:
+    """The wire fields that `pack_meta` packed (no ids, no state)."""
+    wire: dict[str, Any] = json.loads(meta) if meta is not None else {}
+    created_at = decode_time(created)
+    if created_at is not None:
+        wire["createdAt"] = created_at
+    status, finish, updated = _STATUS[kind & 7], _FINISH[(kind >> 3) & 15], kind >> 7
+    if status is not None:
+        wire["status"] = status
+    if finish is not None:
+        wire["finishReason"] = finish
+    if updated and isinstance(created, int):
+        wire["updatedAt"] = decode_time(created + updated - 1)
+    return wire
+
+
+# -- state and messages ---------------------------------------------------------------
+def pack_state(state: SessionState, session_id: str | None) -> str:
+    """The state without its messages, its session id when it is `session_id`, and empty artifacts.
+
+    What is left implicit is marked when it differs: ``"sessionId": null`` for
+    a state without the row's session, ``"artifacts": null`` for artifacts never set.
+    """
+    wire = dump(state, {"messages"})
+    if session_id is not None:
+        if wire.get("sessionId") == session_id:
+            del wire["sessionId"]
+        elif "sessionId" not in wire:
+            wire["sessionId"] = None
+    if wire.get("artifacts") == []:
+        del wire["artifacts"]
+    elif "artifacts" not in wire:
+        wire["artifacts"] = None
+    return to_json(wire)
+
+
+def unpack_state(text: str, session_id: str | None) -> dict[str, Any]:
+    wire: dict[str, Any] = json.loads(text)
+    if "sessionId" not in wire and session_id is not None:
+        wire["sessionId"] = session_id
+    if "artifacts" not in wire:
+        wire["artifacts"] = []
+    elif wire["artifacts"] is None:
+        del wire["artifacts"]
+    return wire
+
+
+def pack_tail(messages: list[Message]) -> str | bytes:
+    """Messages as stored: deflated bytes when smaller, else JSON text."""
+    raw = messages_json(messages)
+    packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, _MEMLEVEL, zdict=_ZDICT)
+    packed = packer.compress(raw) + packer.flush()
+    return packed if len(packed) < len(raw) else raw.decode("utf-8")
+
+
+def unpack_tail(value: str | bytes | None) -> list[Message]:
+    if isinstance(value, bytes):
+        unpacker = zlib.decompressobj(_WBITS, zdict=_ZDICT)
+        value = (unpacker.decompress(value) + unpacker.flush()).decode("utf-8")
+    return load_messages(value)
+
+
+# -- audit ----------------------------------------------------------------------------
+def pack_audit(rec: AuditRecord) -> str:
+    """A record without its ids: ``[name, ref, kind, answer, replaced_input, answered_at, answered_by]``,
+    trailing nulls dropped; ``respond``/``restart`` as 0/1, a millisecond time as an integer."""
+    kind: Any = _KINDS.index(rec.kind) if rec.kind in _KINDS else rec.kind
+    at: Any = encode_time(rec.answered_at) if isinstance(rec.answered_at, str) else rec.answered_at
+    values = [rec.name, rec.ref, kind, rec.answer, rec.replaced_input, at, rec.answered_by]
+    while values and values[-1] is None:
+        values.pop()
+    return to_json(values)
+
+
+def unpack_audit(text: str, session_id: str, snapshot_id: str, child_id: str) -> AuditRecord:
+    values: list[Any] = json.loads(text)
+    values += [None] * (7 - len(values))
+    name, ref, kind, answer, replaced, at, by = values
+    kind = _KINDS[kind] if isinstance(kind, int) and 0 <= kind < len(_KINDS) else kind
+    answered_at = cast(str, decode_time(at))
+    return AuditRecord(session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by)

@@ -1,0 +1,369 @@
+"""The tables of `SqliteSessionStore` and every query on them.
+
+`Rows` runs inside a transaction that the store opened on one connection; it
+never commits. The schema (``PRAGMA user_version`` 2)::
+
+    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first   -- first: seq of its first snapshot
+    snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
+               created, kind, meta, state, base_len, tail
+    claims     snap PRIMARY KEY, digest, child               -- WITHOUT ROWID
+    audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
+
+Values are `._sqlite_codec`'s compact forms. A reference to a snapshot
+(``parent``, a claim's or an audit record's ``snap`` and ``child``) is the
+named row's ``seq`` when that row exists, else its encoded id; a row inserted
+later adopts the rows that named it by id. ``leaf`` is 1 when the row has a
+session and no row of that session names it as parent, so a small partial
+index finds a session's leaves for `pick_leaf`. A row whose ``base_len`` is
+set holds only the messages its turn added (``tail``) on top of the first
+``base_len`` of its parent's (the delta encoding of `._delta`); a parent is
+a base only when it is older (smaller ``seq``), so a chain cannot loop.
+
+SQLite compares a typed-less column with an INTEGER one numerically (the text
+``'5'`` would equal 5), so the queries test ``typeof`` or strip the affinity
+with a unary ``+`` wherever a reference meets a ``seq``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..types import Message, SessionSnapshot, SessionState
+from ._delta import MessageCache, history, shared_prefix
+from ._sqlite_codec import (
+    Id,
+    decode_digest,
+    decode_id,
+    decode_time,
+    encode_digest,
+    encode_id,
+    pack_audit,
+    pack_meta,
+    pack_state,
+    pack_tail,
+    unpack_audit,
+    unpack_meta,
+    unpack_state,
+    unpack_tail,
+)
+from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pending_mutator
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Rows"]
+
+SCHEMA_VERSION = 2
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sessions (key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER)",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        seq INTEGER PRIMARY KEY,
+        id NOT NULL UNIQUE,
+        session INTEGER,
+        parent,
+        leaf INTEGER NOT NULL,
+        rev INTEGER NOT NULL,
+        created,
+        kind INTEGER NOT NULL,
+        meta TEXT,
+        state TEXT,
+        base_len INTEGER,
+        tail)""",
+    "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent)",
+    "CREATE INDEX IF NOT EXISTS snapshots_leaves ON snapshots (session) WHERE leaf = 1",
+    "CREATE TABLE IF NOT EXISTS claims (snap PRIMARY KEY, digest NOT NULL, child NOT NULL) WITHOUT ROWID",
+    """CREATE TABLE IF NOT EXISTS audit (
+        session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
+        PRIMARY KEY (session, n)) WITHOUT ROWID""",
+)
+
+# A row as read: the stored columns, then the parent's and the session's ids.
+_SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,
+        s.session, s.parent, p.id, ss.id
+    FROM snapshots s
+    LEFT JOIN snapshots p ON typeof(s.parent) = 'integer' AND p.seq = s.parent
+    LEFT JOIN sessions ss ON ss.key = s.session"""
+_BY_ID = _SELECT + " WHERE s.id = ?"
+_BY_SEQ = _SELECT + " WHERE s.seq = ?"
+_PARENT_ROW = "SELECT seq, rev, base_len, tail, state IS NOT NULL FROM snapshots WHERE id = ?"
+_CHAIN = """WITH RECURSIVE chain(depth, seq, rev, parent, base_len, tail) AS (
+        SELECT 0, seq, rev, parent, base_len, tail FROM snapshots WHERE seq = ?
+        UNION ALL
+        SELECT c.depth + 1, s.seq, s.rev, s.parent, s.base_len, s.tail
+        FROM chain c JOIN snapshots s ON s.seq = c.parent
+        WHERE c.base_len IS NOT NULL AND typeof(c.parent) = 'integer')
+    SELECT seq, rev, coalesce(base_len, 0), tail FROM chain ORDER BY depth"""
+_RELEAF = """UPDATE snapshots SET leaf = (session IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM snapshots c WHERE c.parent = +snapshots.seq AND c.session = snapshots.session))
+    WHERE seq = ?"""
+_INSERT = """INSERT INTO snapshots
+    (id, session, parent, leaf, rev, created, kind, meta, state, base_len, tail)
+    VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)"""
+_UPDATE = """UPDATE snapshots SET session = ?, parent = ?, rev = ?, created = ?, kind = ?, meta = ?,
+    state = ?, base_len = ?, tail = ? WHERE seq = ?"""
+_AUDIT = """SELECT a.record, a.snap, s.id, a.child, c.id FROM audit a
+    LEFT JOIN snapshots s ON typeof(a.snap) = 'integer' AND s.seq = a.snap
+    LEFT JOIN snapshots c ON typeof(a.child) = 'integer' AND c.seq = a.child
+    WHERE a.session = ? ORDER BY a.n"""
+
+Ref = int | Id  # a snapshot as referenced: its seq, or its encoded id when it has no row
+
+# Indexes into a row as `_SELECT` reads it.
+_SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _CREATED, _KIND, _META, _ID = range(9)
+_SESSION, _PARENT, _PARENT_ID, _SESSION_ID = range(9, 13)
+
+
+class Rows:
+    """The queries of one transaction.
+
+    Args:
+        conn: A connection inside a transaction (``BEGIN IMMEDIATE`` for writes).
+        cache: The store's histories by ``(seq, rev)``; read here, and filled
+            with what this transaction reads. What it writes is in `written`,
+            for the store to cache once the transaction committed.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, cache: MessageCache) -> None:
+        self.conn = conn
+        self.cache = cache
+        self.written: list[tuple[int, int, list[Message]]] = []
+
+    # -- reads ------------------------------------------------------------------------
+    def get(self, snapshot_id: str) -> SessionSnapshot | None:
+        row = self.conn.execute(_BY_ID, (encode_id(snapshot_id),)).fetchone()
+        return self._decode(row) if row is not None else None
+
+    def latest(self, session_id: str) -> SessionSnapshot | None:
+        """The session's leaf as `pick_leaf` picks it: the newest ``createdAt``, then the greatest id."""
+        key = self._session_key(session_id)
+        if key is None:
+            return None
+        leaves = self.conn.execute(
+            "SELECT seq, created, id FROM snapshots WHERE session = ? AND leaf = 1", (key,)
+        ).fetchall()
+        if not leaves:
+            return None
+        seq = max(leaves, key=lambda r: (decode_time(r[1]) or "", decode_id(r[2])))[0]
+        return self._decode(self.conn.execute(_BY_SEQ, (seq,)).fetchone())
+
+    def session_ids(self) -> list[str]:
+        rows = self.conn.execute("SELECT id FROM sessions WHERE first IS NOT NULL ORDER BY first")
+        return [decode_id(r[0]) for r in rows]
+
+    def audit(self, session_id: str) -> list[AuditRecord]:
+        key = self._session_key(session_id)
+        if key is None:
+            return []
+        return [
+            unpack_audit(record, session_id, _ref_id(snap, snap_id), _ref_id(child, child_id))
+            for record, snap, snap_id, child, child_id in self.conn.execute(_AUDIT, (key,))
+        ]
+
+    # -- writes -----------------------------------------------------------------------
+    def save(
+        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        saved = self._save(snapshot_id, mutator, audit)
+        return saved[0] if saved is not None else None
+
+    def _save(
+        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord]
+    ) -> tuple[SessionSnapshot, int] | None:
+        """`save`, and the written row's seq."""
+        key = encode_id(snapshot_id)
+        row = self.conn.execute(_BY_ID, (key,)).fetchone()
+        current = self._decode(row) if row is not None else None
+        new = apply_mutator(snapshot_id, current, mutator)
+        if new is None:
+            return None
+        old = list(current.state.messages) if current is not None and current.state is not None else []
+        seq, session, parent = self._write(key, row, old, new)
+        if audit:
+            known: dict[str, Ref] = {snapshot_id: seq}
+            if new.parent_id is not None and parent is not None:
+                known[new.parent_id] = parent
+            self.add_audit(audit, known, {new.session_id: session} if session is not None else {})
+        return new, seq
+
+    def claim(
+        self, snapshot_id: str, digest: str, child_id: str, pending: SessionSnapshot | None
+    ) -> ResumeClaim | None:
+        refs = self._refs(snapshot_id)
+        marks = ", ".join("?" * len(refs))
+        won = self.conn.execute(f"SELECT digest, child FROM claims WHERE snap IN ({marks})", refs).fetchone()
+        if won is not None:
+            return ResumeClaim(decode_digest(won[0]), self._id_of(won[1]))
+        saved = self._save(child_id, pending_mutator(pending), ()) if pending is not None else None
+        child = saved[1] if saved is not None else self._refs(child_id)[0]
+        self.conn.execute(
+            "INSERT INTO claims (snap, digest, child) VALUES (?, ?, ?)",
+            (refs[0], encode_digest(digest), child),
+        )
+        return None
+
+    def release(self, snapshot_id: str, child_id: str) -> None:
+        snaps, children = self._refs(snapshot_id), self._refs(child_id)
+        self.conn.execute(
+            f"DELETE FROM claims WHERE snap IN ({', '.join('?' * len(snaps))}) "
+            f"AND child IN ({', '.join('?' * len(children))})",
+            (*snaps, *children),
+        )
+
+    def add_audit(
+        self,
+        records: Iterable[AuditRecord],
+        known: dict[str, Ref] | None = None,
+        sessions: dict[str | None, int] | None = None,
+    ) -> None:
+        """Append records; `known` and `sessions` are references already resolved (by id)."""
+        known, sessions = dict(known or {}), dict(sessions or {})
+        for rec in records:
+            session = sessions.get(rec.session_id)
+            if session is None:
+                session = sessions[rec.session_id] = self._intern(rec.session_id)[0]
+            n = self.conn.execute("SELECT coalesce(max(n), 0) + 1 FROM audit WHERE session = ?", (session,))
+            self.conn.execute(
+                "INSERT INTO audit (session, n, snap, child, record) VALUES (?, ?, ?, ?, ?)",
+                (
+                    session,
+                    n.fetchone()[0],
+                    self._known(rec.snapshot_id, known),
+                    self._known(rec.child_id, known),
+                    pack_audit(rec),
+                ),
+            )
+
+    # -- one row ----------------------------------------------------------------------
+    def _write(
+        self, key: Id, row: Any, old: list[Message], new: SessionSnapshot
+    ) -> tuple[int, int | None, Ref | None]:
+        """Insert or rewrite a row; returns its seq, session key and parent reference."""
+        conn = self.conn
+        session, first = self._intern(new.session_id) if new.session_id is not None else (None, None)
+        parent: Ref | None = None
+        base_row = None
+        if new.parent_id is not None:
+            parent = encode_id(new.parent_id)
+            base_row = conn.execute(_PARENT_ROW, (parent,)).fetchone()
+            if base_row is not None:
+                parent = base_row[_SEQ]
+        created, kind, meta = pack_meta(new)
+        state = base_len = tail = None
+        messages: list[Message] | None = None
+        if new.state is not None:
+            messages = list(new.state.messages)
+            state = pack_state(new.state, new.session_id)
+            if "messages" in new.state.model_fields_set:  # else `to_wire` leaves them out: no tail
+                # the parent is a base when it is older and has a state
+                usable = base_row is not None and base_row[4] and (row is None or base_row[_SEQ] < row[_SEQ])
+                base = self._messages(base_row) if usable else None
+                shared = shared_prefix(messages, base) if base else 0
+                base_len = shared or None
+                tail = pack_tail(messages[shared:])
+        values = (created, kind, meta, state, base_len, tail)
+        if row is None:
+            seq = conn.execute(_INSERT, (key, session, parent, int(session is not None), *values)).lastrowid
+            assert seq is not None
+            rev = 1
+            if conn.execute("UPDATE snapshots SET parent = ? WHERE parent = ?", (seq, key)).rowcount:
+                conn.execute(_RELEAF, (seq,))  # rows written before this one named it: adopted
+            moved = True
+        else:
+            seq, rev = row[_SEQ], row[_REV] + 1
+            conn.execute(_UPDATE, (session, parent, rev, *values, seq))
+            if session != row[_SESSION]:
+                conn.execute(_RELEAF, (seq,))
+            moved = session != row[_SESSION] or parent != row[_PARENT]
+            if moved and isinstance(row[_PARENT], int):
+                conn.execute(_RELEAF, (row[_PARENT],))
+            if old:
+                self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
+        if moved and isinstance(parent, int) and session is not None:
+            conn.execute(
+                "UPDATE snapshots SET leaf = 0 WHERE seq = ? AND session = ? AND leaf = 1", (parent, session)
+            )
+        if session is not None and (first is None or seq < first):
+            conn.execute("UPDATE sessions SET first = ? WHERE key = ?", (seq, session))
+        if messages is not None:
+            self.written.append((seq, rev, messages))
+        return seq, session, parent
+
+    def _rebase_dependents(self, seq: int, old: list[Message], keep: int) -> None:
+        """A rewritten row kept only `keep` of its old messages: rows built on more get them inline."""
+        deps = self.conn.execute(
+            "SELECT seq, base_len, tail FROM snapshots WHERE parent = ? AND base_len > ?", (seq, keep)
+        ).fetchall()
+        for dep_seq, dep_len, dep_tail in deps:
+            tail = pack_tail(old[keep:dep_len] + unpack_tail(dep_tail))
+            self.conn.execute(
+                "UPDATE snapshots SET base_len = ?, tail = ? WHERE seq = ?", (keep or None, tail, dep_seq)
+            )
+
+    def _decode(self, row: Any) -> SessionSnapshot:
+        wire = unpack_meta(row[_CREATED], row[_KIND], row[_META])
+        wire["snapshotId"] = decode_id(row[_ID])
+        session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
+        if session_id is not None:
+            wire["sessionId"] = session_id
+        if row[_PARENT] is not None:
+            wire["parentId"] = _ref_id(row[_PARENT], row[_PARENT_ID])
+        if row[_STATE] is not None:
+            state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
+            if row[_TAIL] is not None:
+                # set after validation, which would check each message again: O(1), not O(history)
+                state.messages = self._messages(row)
+            wire["state"] = state
+        return SessionSnapshot.model_validate(wire)
+
+    def _messages(self, row: Any) -> list[Message]:
+        """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
+        seq = row[_SEQ]
+        return history(
+            self.cache,
+            seq,
+            row[_REV],
+            row[_BASE_LEN] is not None,
+            row[_TAIL],
+            lambda: self.conn.execute(_CHAIN, (seq,)),
+            unpack_tail,
+        )
+
+    # -- references -------------------------------------------------------------------
+    def _refs(self, snapshot_id: str) -> tuple[Ref, ...]:
+        """How a snapshot can be referenced: ``(seq, id)`` when it has a row, else ``(id,)``."""
+        key = encode_id(snapshot_id)
+        found = self.conn.execute("SELECT seq FROM snapshots WHERE id = ?", (key,)).fetchone()
+        return (found[0], key) if found is not None else (key,)
+
+    def _known(self, snapshot_id: str, known: dict[str, Ref]) -> Ref:
+        ref = known.get(snapshot_id)
+        return ref if ref is not None else self._refs(snapshot_id)[0]
+
+    def _id_of(self, ref: Ref) -> str:
+        if isinstance(ref, int):
+            found = self.conn.execute("SELECT id FROM snapshots WHERE seq = ?", (ref,)).fetchone()
+            return decode_id(found[0])
+        return decode_id(ref)
+
+    def _session_key(self, session_id: str) -> int | None:
+        found = self.conn.execute(
+            "SELECT key FROM sessions WHERE id = ?", (encode_id(session_id),)
+        ).fetchone()
+        return found[0] if found is not None else None
+
+    def _intern(self, session_id: str) -> tuple[int, int | None]:
+        """The session's key (added if new) and the seq of its first snapshot."""
+        encoded = encode_id(session_id)
+        found = self.conn.execute("SELECT key, first FROM sessions WHERE id = ?", (encoded,)).fetchone()
+        if found is not None:
+            return found[0], found[1]
+        key = self.conn.execute("INSERT INTO sessions (id) VALUES (?)", (encoded,)).lastrowid
+        assert key is not None
+        return key, None
+
+
+def _ref_id(ref: Ref, row_id: Id | None) -> str:
+    """The id a reference names: the joined row's id for a seq, else the stored id."""
+    if isinstance(ref, int):
+        assert row_id is not None, "a reference to a row that is gone"
+        return decode_id(row_id)
+    return decode_id(ref)

@@ -1,0 +1,196 @@
+"""What only `SqliteSessionStore` promises: it answers as the in-memory store does
+after any sequence of writes, stores each turn compactly, never waits for a lock on
+the event loop, and refuses a database file of another schema version."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nb_agents as nba
+from nb_agents.errors import FailedPreconditionError
+from nb_agents.stores.memory import InMemorySessionStore
+from nb_agents.stores.sqlite import SqliteSessionStore
+from nb_agents.testing import FunctionModel
+from nb_agents.types import Message, SessionSnapshot, SessionState
+
+from .test_stores import _disk_size, _snap, _ts
+
+pytestmark = pytest.mark.anyio
+
+IDS = ["a", "b", "c", "d", "e", "f", "g", *(str(uuid.UUID(int=i * 7919 + 1)) for i in range(6))]
+SESSIONS = ["s1", "s2", str(uuid.UUID(int=42)), None]
+TIMES = [_ts(0), _ts(1), _ts(1), _ts(5), "2026-01-01T00:00:03Z", "2026-01-01T00:00:02.500000Z", None]
+
+
+def _message(rng: random.Random, n: int) -> Message:
+    role = rng.choice(["user", "model"])
+    return Message.model_validate(
+        {"role": role, "content": [{"text": f"message {n} " + "x" * rng.randint(0, 80)}]}
+    )
+
+
+def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int) -> SessionSnapshot:
+    snapshot_id = rng.choice(IDS)
+    parent_id = rng.choice([*IDS, None, "never-saved"])
+    base: list[Message] = []
+    parent = memory._rows.get(parent_id) if parent_id else None
+    if parent is not None and parent.state is not None:
+        base = list(parent.state.messages)
+    how = rng.random()
+    if how < 0.15:
+        state = None
+    elif how < 0.25:
+        state = SessionState(custom={"step": step})  # messages never set
+    else:
+        keep = len(base) if rng.random() < 0.7 else rng.randint(0, len(base))
+        kept = base[:keep]
+        if rng.random() < 0.3:  # equal copies, not the same objects
+            kept = [Message.model_validate(m.to_wire()) for m in kept]
+        new = [_message(rng, step * 10 + i) for i in range(rng.randint(0, 3))]
+        state = SessionState(session_id=rng.choice(SESSIONS), messages=kept + new, artifacts=[])
+    return SessionSnapshot(
+        snapshot_id=snapshot_id,
+        session_id=rng.choice(SESSIONS),
+        parent_id=parent_id,
+        created_at=rng.choice(TIMES),
+        status=rng.choice(["completed", "failed", "aborted", None]),
+        finish_reason=rng.choice(["stop", "interrupted", None]),
+        state=state,
+    )
+
+
+async def _same_answers(sqlite_store: SqliteSessionStore, memory: InMemorySessionStore) -> None:
+    for snapshot_id in [*IDS, "never-saved"]:
+        got, want = await sqlite_store.get_snapshot(snapshot_id), await memory.get_snapshot(snapshot_id)
+        assert (got.to_wire() if got else None) == (want.to_wire() if want else None), snapshot_id
+    for session_id in SESSIONS:
+        if session_id is not None:
+            got, want = await sqlite_store.get_latest(session_id), await memory.get_latest(session_id)
+            assert (got.to_wire() if got else None) == (want.to_wire() if want else None), session_id
+    assert set(await sqlite_store.session_ids()) == set(await memory.session_ids())
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_any_sequence_of_writes_reads_as_in_memory(tmp_path: Path, seed: int) -> None:
+    """Rows written in any order (children before their parents, rewrites that move a row,
+    drop messages or the state) read back as the in-memory store keeps them."""
+    rng = random.Random(seed)
+    path = tmp_path / "agents.db"
+    store, memory = SqliteSessionStore(path), InMemorySessionStore()
+    for step in range(120):
+        snap = _random_snapshot(rng, memory, step)
+        for s in (store, memory):
+            await s.save_snapshot(snap.snapshot_id, lambda cur, snap=snap: snap)
+        if step % 40 == 39:
+            await _same_answers(store, memory)
+    await _same_answers(store, memory)
+    fresh = SqliteSessionStore(path)  # nothing cached: every history rebuilt from its chain
+    await _same_answers(fresh, memory)
+    store.close()
+    fresh.close()
+
+
+async def test_children_written_before_their_parent(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "agents.db")
+    await store.save_snapshot("kid", lambda cur: _snap("kid", parent_id="mom", created=5))
+    await store.save_snapshot("other-kid", lambda cur: _snap("other-kid", session_id="s2", parent_id="mom"))
+    await store.save_snapshot("mom", lambda cur: _snap("mom", created=9))
+    latest = await store.get_latest("s1")
+    assert latest is not None and latest.snapshot_id == "kid"  # mom is no leaf, though newer
+    kid = await store.get_snapshot("kid")
+    assert kid is not None and kid.parent_id == "mom"
+    await store.save_snapshot("kid", lambda cur: _snap("kid", parent_id=None, created=5))  # moved away
+    latest = await store.get_latest("s1")
+    assert latest is not None and latest.snapshot_id == "mom"
+    store.close()
+
+
+def _approval_agent(store: nba.SessionStore) -> nba.Agent:
+    def model(req: nba.GenerateRequest) -> dict[str, Any] | str:
+        if req.messages[-1].role == "tool":
+            return "done"
+        call = {"toolRequest": {"name": "transfer", "ref": f"t{len(req.messages)}", "input": {"amount": 5}}}
+        return {"message": {"role": "model", "content": [call]}, "finishReason": "stop"}
+
+    @nba.tool(name="transfer")
+    async def transfer(amount: int) -> str:
+        return "ok"
+
+    return nba.define_agent(
+        "bank", model=FunctionModel(model), tools=[transfer], store=store, use=[nba.middleware.ToolApproval()]
+    )
+
+
+async def test_an_approval_cycle_stores_a_few_hundred_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path)
+    agent = _approval_agent(store)
+    snapshot_id: str | None = None
+    sizes: dict[int, int] = {}
+    for cycle in range(1, 201):
+        res = await agent.chat(snapshot_id=snapshot_id).send("transfer")  # stateless: by id, as a server
+        res = await agent.chat(snapshot_id=res.snapshot_id).resume(restart=[res.interrupts[0].approve()])
+        assert res.text == "done"
+        snapshot_id = res.snapshot_id
+        if cycle in (100, 200):
+            sizes[cycle] = _disk_size(str(path))
+    per_cycle = (sizes[200] - sizes[100]) / 100
+    print(f"\nSQLite: {sizes[200]} B after 200 approval cycles, {per_cycle:.0f} B per cycle")
+    assert per_cycle < 1200  # two snapshots, a claim and an audit record; 2.9 KB in schema version 1
+    assert len(await agent.audit(res.session_id)) == 200  # type: ignore[arg-type]
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT length(id), typeof(id), meta, state, typeof(tail) FROM snapshots").fetchall()
+    claims = conn.execute("SELECT typeof(snap), length(digest), typeof(child) FROM claims").fetchall()
+    conn.close()
+    assert set(rows) == {(16, "blob", None, "{}", "blob")}  # ids as 16 bytes, nothing repeated
+    assert set(claims) == {("integer", 32, "integer")}
+    store.close()
+
+
+async def test_a_busy_database_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path)
+    await store.save_snapshot("first", lambda cur: _snap("first"))  # the schema exists
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    save = asyncio.ensure_future(store.save_snapshot("second", lambda cur: _snap("second", created=1)))
+    for _ in range(5):  # the loop runs on while the save waits (a blocked loop would not get here)
+        await asyncio.sleep(0.01)
+    assert not save.done()
+    assert other.execute("SELECT count(*) FROM snapshots").fetchone() == (1,)
+    other.execute("COMMIT")
+    other.close()
+    written = await save
+    assert written is not None and written.snapshot_id == "second"
+    got = await store.get_snapshot("second")
+    assert got is not None and got.to_wire() == _snap("second", created=1).to_wire()
+    store.close()
+
+
+async def test_a_database_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, snapshot_id TEXT)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(FailedPreconditionError, match=r"old\.db has nb_agents schema version 1"):
+        await SqliteSessionStore(path).get_snapshot("x")
+
+
+async def test_a_store_that_syncs_every_commit(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "agents.db", synchronous="full")
+    for i in range(3):
+        await store.save_snapshot(f"t{i}", lambda cur, i=i: _snap(f"t{i}", parent_id=f"t{i - 1}", created=i))
+    latest = await store.get_latest("s1")
+    assert latest is not None and latest.snapshot_id == "t2"
+    store.close()
+    with pytest.raises(ValueError, match="synchronous must be one of"):
+        SqliteSessionStore(tmp_path / "x.db", synchronous="sometimes")
