@@ -10,17 +10,17 @@ claim on the interrupted snapshot before any tool runs).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import FailedPreconditionError, NbAgentsError, error_info
 from .exactly_once import claim_resume
+from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .loading import PreTurnFailureError, load_session
 from .resume import resume_digest
 from .session import ChunkSink, Session, Signal, TurnContext, as_message, last_model
-from .stores.base import HEARTBEAT_INTERVAL, AuditRecord, SessionStore, audit_records, now_iso
+from .stores.base import AuditRecord, SessionStore, audit_records, now_iso
 from .types import (
     AgentErrorInfo,
     AgentInit,
@@ -40,9 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["Invocation", "TurnHandler"]
 
 REPLAY_TIMEOUT = 60.0
-
-# Detached invocations keep running after their caller got its output.
-_BACKGROUND: set[asyncio.Task[Any]] = set()
 
 
 class TurnHandler(Protocol):
@@ -71,7 +68,7 @@ class Invocation:
             if isinstance(abort_signal, Signal):
                 self._abort = abort_signal
             else:  # a plain Event from the caller: one watcher for the whole invocation
-                self._event_watcher = _watch_event(abort_signal, self._abort)
+                self._event_watcher = watch_event(abort_signal, self._abort)
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
@@ -91,9 +88,7 @@ class Invocation:
     def start(self) -> None:
         """Run the invocation as a task of its own (a connection, a detach)."""
         if self._task is None:
-            self._task = asyncio.ensure_future(self._main())
-            _BACKGROUND.add(self._task)
-            self._task.add_done_callback(_BACKGROUND.discard)
+            self._task = spawn(self._main())  # a detached invocation outlives its caller
 
     async def run_inline(self) -> AgentOutput:
         """Run the queued inputs in the caller's task; a detach moves the rest to a task.
@@ -365,7 +360,7 @@ class Invocation:
     async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
         """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its output."""
         assert self.store is not None and self.session is not None
-        pending = self._pending_row(child_id, parent_id)
+        pending = pending_row(child_id, self.session.session_id, parent_id)
         outcome = await claim_resume(
             self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending
         )
@@ -404,19 +399,6 @@ class Invocation:
             AgentOutput(session_id=self.session.session_id, snapshot_id=snapshot_id, finish_reason="detached")
         )
 
-    def _pending_row(self, snapshot_id: str, parent_id: str | None) -> SessionSnapshot:
-        assert self.session is not None
-        now = now_iso()
-        return SessionSnapshot(
-            snapshot_id=snapshot_id,
-            session_id=self.session.session_id,
-            parent_id=parent_id,
-            created_at=now,
-            updated_at=now,
-            heartbeat_at=now,
-            status="pending",
-        )
-
     async def _start_pending(self, snapshot_id: str, parent_id: str | None, *, written: bool = False) -> None:
         """Write the turn's pending row (once; a claim has `written` it) and keep its heartbeat fresh."""
         assert self.store is not None
@@ -424,52 +406,7 @@ class Invocation:
             return
         self._watching.add(snapshot_id)
         if not written:
-            pending = self._pending_row(snapshot_id, parent_id)
+            assert self.session is not None
+            pending = pending_row(snapshot_id, self.session.session_id, parent_id)
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
-        watcher = asyncio.ensure_future(self._watch(snapshot_id))
-        _BACKGROUND.add(watcher)
-        watcher.add_done_callback(_BACKGROUND.discard)
-
-    async def _watch(self, snapshot_id: str) -> None:
-        """Keep a pending turn's heartbeat fresh; notice an abort from outside."""
-        assert self.store is not None
-        poll = self.store.poll_interval
-        loop = asyncio.get_running_loop()
-        next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
-        with contextlib.suppress(asyncio.TimeoutError):  # the row was just written: no need to read it yet
-            await asyncio.wait_for(self.finished.wait(), poll)
-        while not self.finished.is_set():
-            snap = await self.store.get_snapshot(snapshot_id)
-            if snap is None or (snap.status != "pending" and snap.status != "expired"):
-                if snap is not None and snap.status in ("aborted", "aborting"):
-                    self._abort.set()
-                return
-            if loop.time() >= next_beat:
-                next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
-
-                def beat(cur: SessionSnapshot | None) -> SessionSnapshot | None:
-                    if cur is None or cur.status != "pending":
-                        return None
-                    return cur.model_copy(update={"heartbeat_at": now_iso()})
-
-                await self.store.save_snapshot(snapshot_id, beat)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.finished.wait(), poll)
-
-
-def _watch_event(event: asyncio.Event, signal: Signal) -> asyncio.Task[None]:
-    """Set `signal` when a plain `asyncio.Event` is set."""
-
-    async def wait() -> None:
-        await event.wait()
-        signal.set()
-
-    task = asyncio.ensure_future(wait())
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-
-    def stop() -> None:
-        task.cancel()
-
-    signal.add_callback(stop)
-    return task
+        spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))

@@ -81,3 +81,14 @@ async def test_foreground_abort_of_a_running_turn() -> None:
     assert chat.snapshot_id == first.snapshot_id
     latest = await agent.get_snapshot(session_id=first.session_id)
     assert latest is not None and latest.snapshot_id == first.snapshot_id
+
+
+async def test_a_plain_event_as_abort_signal_leaves_no_task_behind() -> None:
+    agent = nba.define_agent("plain", model=ScriptedModel([text_response("hi")]))
+    before = len(asyncio.all_tasks())
+    inv = agent.start(abort_signal=asyncio.Event())  # never set
+    inv.send(nba.AgentInput(message=nba.Message(role="user", content=[nba.Part(text="x")])))
+    out = await inv.output()
+    await asyncio.sleep(0)  # let cancelled waiters finish
+    assert out.finish_reason == "stop"
+    assert len(asyncio.all_tasks()) == before

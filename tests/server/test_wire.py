@@ -182,7 +182,7 @@ async def test_frames_are_ascii_so_a_split_read_cannot_garble_them(serve) -> Non
 class FailingStore(nba.InMemorySessionStore):
     """Fault injection: the disk fills up when a turn writes its snapshot."""
 
-    async def save_snapshot(self, snapshot_id, mutator):  # type: ignore[no-untyped-def]
+    async def save_snapshot(self, snapshot_id, mutator, *, audit=()):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full at /var/secret/path")
 
 

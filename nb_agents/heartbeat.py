@@ -1,0 +1,90 @@
+"""Pending rows and the heartbeat that keeps them alive.
+
+A turn that runs where its caller cannot see it (a detached turn, or a claimed
+resume) has a ``pending`` snapshot row. `keep_alive` refreshes its heartbeat
+so readers know the worker lives (a stale one reads ``expired``), and notices
+an abort written from outside (another process, the HTTP companion). Tasks
+started here are kept referenced until they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from .session import Signal
+from .stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
+from .types import SessionSnapshot
+
+__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
+
+# Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+def spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """Run `coro` as a task that stays referenced until it is done."""
+    task = asyncio.ensure_future(coro)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+def pending_row(snapshot_id: str, session_id: str, parent_id: str | None) -> SessionSnapshot:
+    """The row of a turn that has started and not finished: no state, a fresh heartbeat."""
+    now = now_iso()
+    return SessionSnapshot(
+        snapshot_id=snapshot_id,
+        session_id=session_id,
+        parent_id=parent_id,
+        created_at=now,
+        updated_at=now,
+        heartbeat_at=now,
+        status="pending",
+    )
+
+
+async def keep_alive(
+    store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
+) -> None:
+    """Refresh the pending row's heartbeat until it is settled; call `on_abort` if it is aborted."""
+    poll = store.poll_interval
+    loop = asyncio.get_running_loop()
+    next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+    with contextlib.suppress(asyncio.TimeoutError):  # the row was just written: no need to read it yet
+        await asyncio.wait_for(done.wait(), poll)
+    while not done.is_set():
+        snap = await store.get_snapshot(snapshot_id)
+        if snap is None or snap.status not in ("pending", "expired"):
+            if snap is not None and snap.status in ("aborted", "aborting"):
+                on_abort()
+            return
+        if loop.time() >= next_beat:
+            next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+            await store.save_snapshot(snapshot_id, _beat)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(done.wait(), poll)
+
+
+def _beat(cur: SessionSnapshot | None) -> SessionSnapshot | None:
+    if cur is None or cur.status != "pending":
+        return None
+    return cur.model_copy(update={"heartbeat_at": now_iso()})
+
+
+def watch_event(event: asyncio.Event, signal: Signal) -> asyncio.Task[None]:
+    """Set `signal` when a plain `asyncio.Event` is set (cancel the task when done)."""
+
+    async def wait() -> None:
+        await event.wait()
+        signal.set()
+
+    task = spawn(wait())
+
+    def stop() -> None:
+        task.cancel()
+
+    signal.add_callback(stop)
+    return task
