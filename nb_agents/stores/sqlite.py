@@ -49,6 +49,23 @@ _CHECKPOINT_EVERY = 128
 _SQLITE_BUSY = 5
 
 
+# One writer at a time per database file in this process. Writers queue on this
+# lock (woken at once when it frees) instead of in SQLite's busy handler, which
+# sleeps in growing steps and turns a short wait into a long tail under load.
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(path: str) -> threading.Lock:
+    key = os.path.realpath(path)
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
+class _BusyError(Exception):
+    """Another writer of this process holds the database: don't wait on the loop."""
+
+
 class _NotReadyError(Exception):
     """The store must check its schema (first use, or in a forked child) before running on the loop."""
 
@@ -89,6 +106,7 @@ class SqliteSessionStore:
         self._ready = False
         self._writes = 0
         self._cache = MessageCache()
+        self._write_lock = _write_lock(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
@@ -143,7 +161,7 @@ class SqliteSessionStore:
             if not write or self._writes % _CHECKPOINT_EVERY:
                 try:
                     return self._transaction(fn, write=write, inline=True)
-                except _NotReadyError:
+                except (_NotReadyError, _BusyError):
                     pass
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
@@ -151,6 +169,16 @@ class SqliteSessionStore:
         return await anyio.to_thread.run_sync(lambda: self._transaction(fn, write=write, inline=False))
 
     def _transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+        if not write:
+            return self._run_transaction(fn, write=False, inline=inline)
+        if not self._write_lock.acquire(blocking=not inline):
+            raise _BusyError
+        try:
+            return self._run_transaction(fn, write=True, inline=inline)
+        finally:
+            self._write_lock.release()
+
+    def _run_transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
         with self._connection(inline) as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             rows = Rows(conn, self._cache)
