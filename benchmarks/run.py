@@ -97,7 +97,18 @@ def import_time(python: str, peer: str, runs: int) -> dict[str, Any]:
     """Fresh-interpreter import cost: median of ``import X`` minus median of a bare start."""
     module = MODULES[peer]
     try:
-        _time_cmd([python, "-c", f"import {module}"])  # warm the OS file cache and .pyc files
+        # Compile the package's bytecode first, as `pip install` does for an installed
+        # package: this environment sets PYTHONDONTWRITEBYTECODE, so an editable
+        # install (nb_agents here) would otherwise be compiled from source on every run.
+        top = module.split(".")[0]
+        probe_dirs = (
+            f"import importlib.util as u, os; s = u.find_spec({top!r}); "
+            "print('\\n'.join(s.submodule_search_locations or [os.path.dirname(s.origin)]))"
+        )
+        dirs = subprocess.run([python, "-c", probe_dirs], check=True, capture_output=True, text=True)
+        for folder in dirs.stdout.split():
+            subprocess.run([python, "-m", "compileall", "-q", folder], check=False, capture_output=True)
+        _time_cmd([python, "-c", f"import {module}"])  # warm the OS file cache
         bare, full = [], []
         for _ in range(runs):  # interleaved, so drift hits both alike
             bare.append(_time_cmd([python, "-c", "pass"]))
