@@ -24,10 +24,11 @@ from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
 from .resume import canonical
-from .runner import Invocation, TurnHandler
-from .session import ChunkSink
+from .runner import Invocation
+from .session import ChunkSink, TurnHandler
 from .stores.base import SessionStore
 from .tools import Tool
+from .twins import AgentSyncTwins
 from .types import AgentInit, AgentInput, AgentOutput, Message, Part, SessionSnapshot, SessionState
 
 __all__ = [
@@ -71,7 +72,7 @@ def _init(
     return AgentInit(snapshot_id=snapshot_id, session_id=session_id, state=st)
 
 
-class Agent:
+class Agent(AgentSyncTwins):
     """An agent: a turn handler, a name, and where its sessions live.
 
     Args:
@@ -281,21 +282,7 @@ class Agent:
         """Every accepted answer to an interrupt in a session, oldest first."""
         return AuditTrail(await self._require_store("audit").audit(session_id))
 
-    # -- sync twins ---------------------------------------------------------------------
-    def run_sync(self, input: AgentInput | str | None = None, **kwargs: Any) -> AgentOutput:
-        return _sync.run(self.run(input, **kwargs))
-
-    def run_text_sync(self, text: str, **kwargs: Any) -> AgentOutput:
-        return _sync.run(self.run_text(text, **kwargs))
-
-    def get_snapshot_sync(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
-    ) -> SessionSnapshot | None:
-        return _sync.run(self.get_snapshot(snapshot_id, session_id=session_id))
-
-    def abort_sync(self, snapshot_id: str) -> str | None:
-        return _sync.run(self.abort(snapshot_id))
-
+    # -- sync twins (run/get_snapshot/abort come from AgentSyncTwins) -------------------
     def pending_sync(self) -> PendingTurns:
         return _sync.run(self.pending())
 

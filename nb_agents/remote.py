@@ -32,11 +32,11 @@ from typing import Any
 
 import httpx
 
-from . import _sync
 from .agent import _init as make_init
 from .chat import Chat
 from .errors import InvalidArgumentError, NbAgentsError, NotFoundError, error_for_status
 from .session import ChunkSink
+from .twins import AgentSyncTwins
 from .types import (
     AgentInit,
     AgentInput,
@@ -71,7 +71,7 @@ _STATUS_FOR_HTTP = {
 _STATUS_PREFIX = re.compile(r"^([A-Z][A-Z_]+): (.*)$", re.DOTALL)
 
 
-class RemoteAgent:
+class RemoteAgent(AgentSyncTwins):
     """An agent behind a URL, with the chat, run and snapshot API of a local `Agent`.
 
     Build it with `remote_agent`. It satisfies what `Chat` needs of an agent, so
@@ -265,21 +265,6 @@ class RemoteAgent:
         result = await self._call(self.abort_url, {"snapshotId": snapshot_id})
         status = result.get("status") if isinstance(result, dict) else None
         return status if isinstance(status, str) else None
-
-    # -- sync twins -------------------------------------------------------------------
-    def run_sync(self, input: AgentInput | str | None = None, **kwargs: Any) -> AgentOutput:
-        return _sync.run(self.run(input, **kwargs))
-
-    def run_text_sync(self, text: str, **kwargs: Any) -> AgentOutput:
-        return _sync.run(self.run_text(text, **kwargs))
-
-    def get_snapshot_sync(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
-    ) -> SessionSnapshot | None:
-        return _sync.run(self.get_snapshot(snapshot_id, session_id=session_id))
-
-    def abort_sync(self, snapshot_id: str) -> str | None:
-        return _sync.run(self.abort(snapshot_id))
 
 
 def remote_agent(

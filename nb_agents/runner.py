@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import FailedPreconditionError, NbAgentsError, error_info
 from .exactly_once import claim_resume
@@ -37,13 +37,9 @@ from .types import (
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["Invocation", "TurnHandler"]
+__all__ = ["Invocation"]
 
 REPLAY_TIMEOUT = 60.0
-
-
-class TurnHandler(Protocol):
-    def __call__(self, inp: AgentInput, ctx: TurnContext) -> Awaitable[Message | str | None]: ...
 
 
 class Invocation:

@@ -10,11 +10,20 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
-from .types import AgentStreamChunk, Artifact, FinishReason, Message, ModelResponseChunk, Part, SessionState
+from .types import (
+    AgentInput,
+    AgentStreamChunk,
+    Artifact,
+    FinishReason,
+    Message,
+    ModelResponseChunk,
+    Part,
+    SessionState,
+)
 
-__all__ = ["ChunkSink", "Session", "Signal", "TurnContext", "as_message", "last_model"]
+__all__ = ["ChunkSink", "Session", "Signal", "TurnContext", "TurnHandler", "as_message", "last_model"]
 
 ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
 
@@ -200,3 +209,9 @@ def last_model(messages: list[Message]) -> Message | None:
         if msg.role == "model":
             return msg
     return None
+
+
+class TurnHandler(Protocol):
+    """What runs one turn: ``async (AgentInput, TurnContext) -> Message | str | None``."""
+
+    def __call__(self, inp: AgentInput, ctx: TurnContext) -> Awaitable[Message | str | None]: ...
