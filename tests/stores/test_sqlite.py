@@ -40,7 +40,7 @@ def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int
     snapshot_id = rng.choice(IDS)
     parent_id = rng.choice([*IDS, None, "never-saved"])
     base: list[Message] = []
-    parent = memory._rows.get(parent_id) if parent_id else None
+    parent = memory._decode(parent_id) if parent_id else None
     if parent is not None and parent.state is not None:
         base = list(parent.state.messages)
     how = rng.random()
