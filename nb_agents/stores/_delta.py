@@ -45,7 +45,17 @@ __all__ = [
     "to_json",
 ]
 
-_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+_ADAPTERS: dict[str, TypeAdapter[list[Message]]] = {}
+
+
+def _messages() -> TypeAdapter[list[Message]]:
+    """Built on first use: every store imports this module, and `import nb_agents` must stay fast."""
+    adapter = _ADAPTERS.get("messages")
+    if adapter is None:
+        adapter = _ADAPTERS["messages"] = TypeAdapter(list[Message])
+    return adapter
+
+
 _AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
 _CACHE_ROWS = 64
 _CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
@@ -79,14 +89,14 @@ def messages_json(messages: Sequence[Message]) -> bytes:
     """Messages as JSON (UTF-8): what `to_json` writes, by pydantic-core's faster
     encoder unless a value needs `to_json`'s escapes."""
     try:
-        return _MESSAGES.dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
+        return _messages().dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
     except PydanticSerializationError:  # a lone surrogate
         return to_json([dump(m) for m in messages]).encode("ascii")
 
 
 def load_messages(text: str | bytes | None) -> list[Message]:
     """Messages from a tail's JSON (None reads as none)."""
-    return _MESSAGES.validate_python(json.loads(text or "[]"))
+    return _messages().validate_python(json.loads(text or "[]"))
 
 
 def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
