@@ -598,7 +598,12 @@ async def test_sqlite_storage_grows_with_each_turn_not_the_history(tmp_path: Pat
     assert sizes[500] < 3 * sizes[250]
     assert per_turn < 4 * 2 * avg_message  # a full copy would cost ~1000 messages a turn by now
 
-    fresh = SqliteSessionStore(path)  # no cache: rebuilt from the chain
+    await check_long_session(store, SqliteSessionStore(path), messages)
+
+
+async def check_long_session(store: Any, fresh: Any, messages: list[Message]) -> None:
+    """After the 500-turn growth test: both the writing store and a fresh one (no
+    cache: rebuilt from the chain) read every turn's history back exactly."""
     for store_ in (store, fresh):
         got = await store_.get_snapshot("turn-500")
         assert got is not None and got.state is not None
