@@ -17,9 +17,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import middleware
+from . import render as _render  # noqa: F401 - registers how results display
 from .agent import Agent, define_agent, define_custom_agent
-from .chat import AgentChunk, AgentInterrupt, AgentResponse, AgentTurn, Chat, DetachedTask
+from .chat import AgentEndpoint, AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
+from .endpoint import BaseAgent
 from .errors import (
     AbortedError,
     AgentError,
@@ -29,11 +31,15 @@ from .errors import (
     NbAgentsError,
     NotFoundError,
     PermissionDeniedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
 )
-from .interrupts import Interrupt, InterruptCall, interrupt_as
+from .interrupts import AgentInterrupt, ApprovalHold, Interrupt, InterruptCall, interrupt_as
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
+from .responses import AgentChunk, AgentResponse
 from .session import Session, TurnContext
 from .stores import AuditRecord, InMemorySessionStore, SessionStore
 from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
@@ -43,6 +49,7 @@ from .types import (
     AgentOutput,
     AgentStreamChunk,
     Artifact,
+    CallOptions,
     FinishReason,
     GenerateRequest,
     GenerateResponse,
@@ -92,6 +99,7 @@ __all__ = [
     "Agent",
     "AgentChunk",
     "AgentConnection",
+    "AgentEndpoint",
     "AgentError",
     "AgentInit",
     "AgentInput",
@@ -100,9 +108,12 @@ __all__ = [
     "AgentResponse",
     "AgentStreamChunk",
     "AgentTurn",
+    "ApprovalHold",
     "Artifact",
     "AuditRecord",
     "AuditTrail",
+    "BaseAgent",
+    "CallOptions",
     "Chat",
     "DetachedTask",
     "FailedPreconditionError",
@@ -127,6 +138,7 @@ __all__ = [
     "PermissionDeniedError",
     "PostgresSessionStore",
     "RemoteAgent",
+    "ResourceExhaustedError",
     "Session",
     "SessionSnapshot",
     "SessionState",
@@ -141,6 +153,8 @@ __all__ = [
     "ToolResume",
     "TurnContext",
     "TurnEnd",
+    "UnauthenticatedError",
+    "UnavailableError",
     "__version__",
     "define_agent",
     "define_custom_agent",

@@ -1,23 +1,31 @@
-"""The sync facade: run coroutines on one private event-loop thread.
+"""The sync bridge: one private event-loop thread, the ``_sync`` twins, a thread-safe signal.
 
-Every public ``<verb>_sync`` is a one-line delegation to `run` (or
-`iterate` for streams). The loop lives in a daemon thread started on first
-use, so the sync twins work in a plain script *and* inside an already
-running loop (a Jupyter cell, an async test) without nest-asyncio: the
-calling thread simply blocks on a `concurrent.futures.Future` while the
-private loop does the work.
+Every public ``<verb>_sync`` is made by `twin` (or `stream_twin` for a verb that
+returns an async iterator) from its async verb, so a twin has exactly the
+verb's parameters, and mypy checks calls to it. A twin runs the verb on one
+private loop that lives in a daemon thread started on first use, so the twins
+work in a plain script *and* inside an already running loop (a Jupyter cell,
+an async test) without nest-asyncio: the calling thread blocks on a
+`concurrent.futures.Future` while the private loop does the work.
+
+`Signal` is the flag an abort sets. It may be set from any thread: set from a
+thread other than the loop that owns it, it hands the set to that loop
+(``call_soon_threadsafe``), since asyncio objects are not thread-safe.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["iterate", "portal_loop", "run"]
+__all__ = ["Signal", "iterate", "portal_loop", "run", "stream_twin", "twin"]
 
 T = TypeVar("T")
+S = TypeVar("S")
+P = ParamSpec("P")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -52,6 +60,8 @@ def run(aw: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
     """Run `aw` to completion on the private loop and return its result."""
     loop = portal_loop()
     if threading.current_thread() is _thread:
+        if asyncio.iscoroutine(aw):
+            aw.close()  # never awaited: say why instead of warning about it
         raise RuntimeError(
             "a *_sync method was called from async code running on nb_agents' own loop; "
             "await the async method instead"
@@ -72,3 +82,87 @@ def iterate(it: AsyncIterator[T]) -> Iterator[T]:
             yield run(it.__anext__())
         except StopAsyncIteration:
             return
+
+
+def _named(sync: Callable[..., Any], fn: Callable[..., Any]) -> None:
+    sync.__name__ = f"{fn.__name__}_sync"
+    sync.__qualname__ = f"{fn.__qualname__}_sync"
+    sync.__doc__ = (
+        f"The sync twin of `{fn.__name__}`: the same parameters; blocks until it is done.\n\n"
+        "Works in a script and inside a running loop (a notebook cell)."
+    )
+
+
+def twin(fn: Callable[Concatenate[S, P], Coroutine[Any, Any, T]]) -> Callable[Concatenate[S, P], T]:
+    """The sync twin of the async method `fn`: ``send_sync = twin(send)`` in a class body.
+
+    The twin calls the method by name on the instance, so a subclass that
+    overrides the async verb gets a twin that runs the override.
+    """
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def sync(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = run(getattr(self, name)(*args, **kwargs))
+        return result
+
+    _named(sync, fn)
+    return sync
+
+
+def stream_twin(
+    fn: Callable[Concatenate[S, P], AsyncIterator[T]],
+) -> Callable[Concatenate[S, P], Iterator[T]]:
+    """The sync twin of a method returning an async iterator: a plain iterator of its items."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def sync(self: S, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        return iterate(getattr(self, name)(*args, **kwargs))
+
+    _named(sync, fn)
+    return sync
+
+
+class Signal(asyncio.Event):
+    """An `asyncio.Event` that runs callbacks when set, and may be set from any thread.
+
+    The runner reacts to an abort or a detach through a callback instead of
+    keeping a waiter task per turn; handlers still ``await signal.wait()``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+        try:
+            self._owner: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._owner = None
+
+    def add_callback(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call `fn` when the signal is set (at once if it already is); returns a remover."""
+        if self.is_set():
+            fn()
+            return lambda: None
+        self._callbacks.append(fn)
+        return lambda: self._callbacks.remove(fn) if fn in self._callbacks else None
+
+    def set(self) -> None:
+        owner = self._owner
+        if owner is not None and not owner.is_closed():
+            try:
+                here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                here = None
+            if here is not owner:
+                owner.call_soon_threadsafe(self._set_here)
+                return
+        self._set_here()
+
+    def _set_here(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()

@@ -2,77 +2,39 @@
 
 `define_agent` builds a prompt agent (a model with tools, Genkit's
 ``defineAgent``); `define_custom_agent` wraps any turn handler. Both give an
-`Agent` with the Go-shaped run API (`Agent.run`, `Agent.run_text`,
-`Agent.connect`), the chat API (`Agent.chat`) and the snapshot verbs
-(`Agent.get_snapshot`, `Agent.abort`). Every async verb has a ``_sync`` twin.
+`Agent`: a `BaseAgent` (chat, run, run_text and their ``_sync`` twins) whose
+turns run in this process, on the private engine (`nb_agents._engine`), plus
+`Agent.connect` (Go's multi-turn connection), the snapshot verbs and the
+listings of paused turns and answers.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-from . import _sync
-from .chat import Chat
+from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
+from ._sync import twin
+from .chat import make_init
 from .connection import AgentConnection
-from .errors import InvalidArgumentError, PermissionDeniedError
-from .generate import CALL_CONFIG, PromptTurn
+from .endpoint import BaseAgent
+from .errors import FailedPreconditionError, InvalidArgumentError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
-from .resume import canonical
-from .runner import Invocation
-from .session import ChunkSink, TurnHandler
-from .stores.base import SessionStore
+from .session import TurnHandler
+from .stores.base import SessionStore, now_iso
 from .tools import Tool
-from .twins import AgentSyncTwins
-from .types import AgentInit, AgentInput, AgentOutput, Message, Part, SessionSnapshot, SessionState
+from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
 
-__all__ = [
-    "Agent",
-    "AgentLike",
-    "AuditTrail",
-    "PendingTurn",
-    "PendingTurns",
-    "define_agent",
-    "define_custom_agent",
-]
+__all__ = ["Agent", "define_agent", "define_custom_agent"]
+
+_NO_OPTIONS = CallOptions()
 
 
-class AgentLike(Protocol):
-    """What `Chat` needs of an agent: a local `Agent` or a remote one."""
-
-    name: str
-
-    async def _invoke(
-        self,
-        inp: AgentInput,
-        init: AgentInit,
-        *,
-        on_chunk: ChunkSink | None = None,
-        abort_signal: asyncio.Event | None = None,
-    ) -> AgentOutput: ...
-
-    async def get_snapshot(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
-    ) -> SessionSnapshot | None: ...
-
-    async def abort(self, snapshot_id: str) -> str | None: ...
-
-
-def _init(
-    snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None
-) -> AgentInit:
-    if state is not None and (snapshot_id or session_id):
-        raise InvalidArgumentError("state is mutually exclusive with snapshot_id and session_id")
-    st = SessionState.model_validate(state) if isinstance(state, dict) else state
-    return AgentInit(snapshot_id=snapshot_id, session_id=session_id, state=st)
-
-
-class Agent(AgentSyncTwins):
+class Agent(BaseAgent):
     """An agent: a turn handler, a name, and where its sessions live.
 
     Args:
@@ -83,6 +45,10 @@ class Agent(AgentSyncTwins):
         description: What the agent does.
         state_secret: With client-managed state, sign the state blob with
             this secret (HMAC-SHA256) and reject blobs that do not verify.
+        tools: The handler's tools (what a resume may restart, what the
+            notebook forms read schemas from).
+        validate_input: Checks an input before anything runs or is claimed;
+            raises an `NbAgentsError` to refuse it.
     """
 
     def __init__(
@@ -93,105 +59,68 @@ class Agent(AgentSyncTwins):
         store: SessionStore | None = None,
         description: str = "",
         state_secret: str | bytes | None = None,
+        tools: Sequence[Tool] | Mapping[str, Tool] = (),
+        validate_input: InputCheck | None = None,
     ) -> None:
+        by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        signer = StateSigner(state_secret) if state_secret is not None else None
+        self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input)
         self.name = name
-        self.handler = handler
-        self.store = store
         self.description = description
-        self._secret = state_secret.encode() if isinstance(state_secret, str) else state_secret
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, state_management={self.state_management!r})"
 
     @property
+    def handler(self) -> TurnHandler:
+        return self.spec.handler
+
+    @property
+    def store(self) -> SessionStore | None:
+        return self.spec.store
+
+    @store.setter
+    def store(self, store: SessionStore | None) -> None:
+        """Replace the store (``nb-agents serve --store`` does); turns already running keep theirs."""
+        self.spec = replace(self.spec, store=store)
+
+    @property
     def state_management(self) -> str:
         """``"server"`` with a store, else ``"client"``."""
-        return "server" if self.store is not None else "client"
+        return "server" if self.spec.store is not None else "client"
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The tools of a prompt agent (empty for a custom agent)."""
-        return dict(getattr(self.handler, "tools", {}))
-
-    # -- signed state -----------------------------------------------------------------
-    def _signature(self, state: SessionState) -> str:
-        assert self._secret is not None
-        body = state.to_wire()
-        body.pop("signature", None)
-        return hmac.new(self._secret, canonical(body).encode(), hashlib.sha256).hexdigest()
-
-    def sign_state(self, state: SessionState) -> SessionState:
-        """Attach the HMAC signature when a ``state_secret`` is set."""
-        if self._secret is None:
-            return state
-        return state.model_copy(update={"signature": self._signature(state)})
-
-    def verify_state(self, state: SessionState) -> SessionState:
-        """Reject a state blob whose signature is missing or wrong (PERMISSION_DENIED)."""
-        if self._secret is None:
-            return state
-        given = getattr(state, "signature", None)
-        if not isinstance(given, str) or not hmac.compare_digest(given, self._signature(state)):
-            raise PermissionDeniedError(
-                f"The state sent to agent '{self.name}' is unsigned or was modified; "
-                "send back the state exactly as the last output returned it."
-            )
-        return state
+        """The agent's tools by name (empty for a custom agent given none)."""
+        return dict(self.spec.tools)
 
     # -- invocation -----------------------------------------------------------------
     def start(
         self,
         init: AgentInit | None = None,
         *,
+        options: CallOptions = _NO_OPTIONS,
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
     ) -> Invocation:
         """Open a raw invocation (the transport-level API servers use)."""
-        return Invocation(self, init or AgentInit(), on_chunk=on_chunk, abort_signal=abort_signal)
+        return Invocation(
+            self.spec, init or AgentInit(), options=options, on_chunk=on_chunk, abort_signal=abort_signal
+        )
 
-    async def _invoke(
+    async def invoke(
         self,
-        inp: AgentInput,
+        input: AgentInput,
         init: AgentInit,
         *,
+        options: CallOptions = _NO_OPTIONS,
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
     ) -> AgentOutput:
-        inv = Invocation(self, init, on_chunk=on_chunk, abort_signal=abort_signal, start=False)
-        inv.send(inp)
-        return await inv.run_inline()
-
-    async def run(
-        self,
-        input: AgentInput | str | None = None,
-        *,
-        snapshot_id: str | None = None,
-        session_id: str | None = None,
-        state: SessionState | dict[str, Any] | None = None,
-        on_chunk: ChunkSink | None = None,
-        config: dict[str, Any] | None = None,
-    ) -> AgentOutput:
-        """Run one turn (Go ``agent.Run``); a failed turn is returned in-band.
-
-        Example:
-            >>> out = await agent.run("Transfer $500 to savings")       # doctest: +SKIP
-            >>> out.finish_reason                                       # doctest: +SKIP
-            'interrupted'
-        """
-        inp = (
-            input
-            if isinstance(input, AgentInput)
-            else AgentInput(message=Message(role="user", content=[Part(text=input or "")]))
+        """Run one turn from `init` in this process; a failed turn is returned in-band."""
+        return await invoke(
+            self.spec, input, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal
         )
-        token = CALL_CONFIG.set(config)
-        try:
-            return await self._invoke(inp, _init(snapshot_id, session_id, state), on_chunk=on_chunk)
-        finally:
-            CALL_CONFIG.reset(token)
-
-    async def run_text(self, text: str, **kwargs: Any) -> AgentOutput:
-        """Run one turn with a user text message."""
-        return await self.run(text, **kwargs)
 
     def connect(
         self,
@@ -199,29 +128,19 @@ class Agent(AgentSyncTwins):
         snapshot_id: str | None = None,
         session_id: str | None = None,
         state: SessionState | dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> AgentConnection:
         """A multi-turn connection; use as ``async with`` (or ``with``)."""
-        return AgentConnection(self, _init(snapshot_id, session_id, state))
-
-    def chat(
-        self,
-        *,
-        snapshot_id: str | None = None,
-        session_id: str | None = None,
-        state: SessionState | dict[str, Any] | None = None,
-    ) -> Chat:
-        """A `Chat` that tracks the session from turn to turn."""
-        return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
+        options = CallOptions(context=context) if context is not None else _NO_OPTIONS
+        return AgentConnection(self.spec, make_init(snapshot_id, session_id, state), options=options)
 
     # -- snapshots --------------------------------------------------------------------
     def _require_store(self, verb: str) -> SessionStore:
-        if self.store is None:
-            from .errors import FailedPreconditionError
-
+        if self.spec.store is None:
             raise FailedPreconditionError(
                 f"agent '{self.name}' has no store configured (client-managed state); {verb} needs one"
             )
-        return self.store
+        return self.spec.store
 
     async def get_snapshot(
         self, snapshot_id: str | None = None, *, session_id: str | None = None
@@ -250,8 +169,6 @@ class Agent(AgentSyncTwins):
             previous = cur.status or "completed"
             if cur.status != "pending":
                 return None
-            from .stores.base import now_iso
-
             return cur.model_copy(update={"status": "aborted", "updated_at": now_iso()})
 
         current = await store.get_snapshot(snapshot_id)
@@ -282,12 +199,8 @@ class Agent(AgentSyncTwins):
         """Every accepted answer to an interrupt in a session, oldest first."""
         return AuditTrail(await self._require_store("audit").audit(session_id))
 
-    # -- sync twins (run/get_snapshot/abort come from AgentSyncTwins) -------------------
-    def pending_sync(self) -> PendingTurns:
-        return _sync.run(self.pending())
-
-    def audit_sync(self, session_id: str) -> AuditTrail:
-        return _sync.run(self.audit(session_id))
+    pending_sync = twin(pending)
+    audit_sync = twin(audit)
 
 
 def define_agent(
@@ -322,7 +235,15 @@ def define_agent(
         'client'
     """
     handler = PromptTurn(model=model, system=system, tools=tools, use=use, config=config, max_turns=max_turns)
-    return Agent(name, handler, store=store, description=description, state_secret=state_secret)
+    return Agent(
+        name,
+        handler,
+        store=store,
+        description=description,
+        state_secret=state_secret,
+        tools=handler.tools,
+        validate_input=handler.validate_input,
+    )
 
 
 def define_custom_agent(

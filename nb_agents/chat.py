@@ -1,12 +1,17 @@
 """The chat API: a conversation object that tracks its own session.
 
-`Chat.send` runs one turn and returns an `AgentResponse`; its
+`Chat` drives any `AgentEndpoint`: the small protocol a local `Agent` and a
+`RemoteAgent` both implement (``invoke`` one input, ``get_snapshot``,
+``abort``). `Chat.send` runs one turn and returns an `AgentResponse`; its
 ``interrupts`` are `AgentInterrupt` builders whose parts go back through
 `Chat.resume`. The chat remembers the snapshot id (server-managed agents) or
 the state blob (client-managed ones), so the next call continues where the
 last one ended, the way Genkit's ``remoteAgent`` does. A turn that ends
 ``failed`` raises `AgentError` and leaves the chat where it was, so a
 rejected answer can be corrected and sent again.
+
+Per-call options (``config=`` model settings, ``context=`` the request
+context) travel as a `CallOptions` value with the call, down to the turn.
 """
 
 from __future__ import annotations
@@ -14,20 +19,21 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from . import _sync
-from .errors import AgentError
-from .generate import CALL_CONFIG
-from .responses import AgentChunk, AgentInterrupt, AgentResponse
-from .runner import Invocation
-from .session import Signal
+from ._sync import Signal, twin
+from .errors import AgentError, InvalidArgumentError
+from .interrupts import AgentInterrupt
+from .responses import AgentChunk, AgentResponse
 from .types import (
     AgentInit,
     AgentInput,
     AgentOutput,
     AgentStreamChunk,
     Artifact,
+    CallOptions,
+    ChunkSink,
     Message,
     Part,
     SessionSnapshot,
@@ -35,23 +41,92 @@ from .types import (
     ToolResume,
 )
 
-if TYPE_CHECKING:
-    from .agent import AgentLike
-
 __all__ = [
     "AgentChunk",
+    "AgentEndpoint",
     "AgentInterrupt",
     "AgentResponse",
     "AgentTurn",
     "Chat",
     "DetachedTask",
+    "InputLike",
     "SyncAgentTurn",
+    "as_input",
+    "call_options",
+    "make_init",
 ]
 
 TERMINAL = ("completed", "failed", "aborted", "expired")
-
-
 _DONE = object()
+
+
+@runtime_checkable
+class AgentEndpoint(Protocol):
+    """What `Chat` drives: an agent it can send one input to, local or remote.
+
+    `nb_agents.Agent` and `nb_agents.RemoteAgent` implement it; so can your own
+    transport (subclass `nb_agents.BaseAgent` to get ``chat``, ``run`` and the
+    ``_sync`` twins on top of these three verbs).
+    """
+
+    name: str
+
+    async def invoke(
+        self,
+        input: AgentInput,
+        init: AgentInit,
+        *,
+        options: CallOptions = ...,
+        on_chunk: ChunkSink | None = None,
+        abort_signal: asyncio.Event | None = None,
+    ) -> AgentOutput:
+        """Run one turn from `init`; chunks go to `on_chunk`; a failed turn is in-band."""
+        ...
+
+    async def get_snapshot(
+        self, snapshot_id: str | None = None, *, session_id: str | None = None
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's latest one; None if unknown."""
+        ...
+
+    async def abort(self, snapshot_id: str) -> str | None:
+        """Abort a pending snapshot; returns its previous status."""
+        ...
+
+
+InputLike = str | Message | AgentInput | dict[str, Any]
+
+
+def as_input(value: InputLike | None) -> AgentInput:
+    """A str, a `Message`, a dict or an `AgentInput` as an `AgentInput`."""
+    if isinstance(value, AgentInput):
+        return value
+    if isinstance(value, Message):
+        return AgentInput(message=value)
+    if isinstance(value, str) or value is None:
+        return AgentInput(message=Message(role="user", content=[Part(text=value or "")]))
+    if isinstance(value, dict):
+        return AgentInput.model_validate(value)
+    raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")
+
+
+def make_init(
+    snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None
+) -> AgentInit:
+    """The `AgentInit` for a call positioned by snapshot, session or state (one way only)."""
+    if state is not None and (snapshot_id or session_id):
+        raise InvalidArgumentError("state is mutually exclusive with snapshot_id and session_id")
+    st = SessionState.model_validate(state) if isinstance(state, dict) else state
+    return AgentInit(snapshot_id=snapshot_id, session_id=session_id, state=st)
+
+
+def call_options(config: dict[str, Any] | None, context: dict[str, Any] | None) -> CallOptions:
+    """The `CallOptions` of a verb's ``config=`` and ``context=`` keywords, checked."""
+    if config is not None and not isinstance(config, dict):
+        raise InvalidArgumentError(f"config must be a dict of model settings, got {type(config).__name__}")
+    if context is not None and not isinstance(context, dict):
+        raise InvalidArgumentError(f"context must be a dict, got {type(context).__name__}")
+    return CallOptions(config=config, context=context)
 
 
 class AgentTurn:
@@ -65,10 +140,10 @@ class AgentTurn:
         ...     res = await turn.response
     """
 
-    def __init__(self, chat: Chat, inp: AgentInput, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, chat: Chat, inp: AgentInput, options: CallOptions) -> None:
         self._chat = chat
         self._input = inp
-        self._config = config
+        self._options = options
         self._queue: asyncio.Queue[object] | None = None
         self._task: asyncio.Task[AgentResponse] | None = None
         self._abort: Signal | None = None
@@ -77,11 +152,9 @@ class AgentTurn:
         if self._task is None:
             self._queue = asyncio.Queue()
             self._abort = Signal()
-            token = CALL_CONFIG.set(self._config)  # the task copies the context: the config rides along
-            try:
-                self._task = asyncio.ensure_future(self._chat._run(self._input, self._queue, self._abort))
-            finally:
-                CALL_CONFIG.reset(token)
+            self._task = asyncio.ensure_future(
+                self._chat._run(self._input, self._options, self._queue, self._abort)
+            )
         return self._task
 
     @property
@@ -123,22 +196,8 @@ class SyncAgentTurn:
         return _sync.run(self._turn.response)
 
     def abort(self) -> None:
+        # the turn lives on the private loop: start it (if need be) and abort it there
         _sync.portal_loop().call_soon_threadsafe(self._turn.abort)
-
-
-InputLike = str | Message | AgentInput | dict[str, Any]
-
-
-def _as_input(value: InputLike) -> AgentInput:
-    if isinstance(value, AgentInput):
-        return value
-    if isinstance(value, Message):
-        return AgentInput(message=value)
-    if isinstance(value, str):
-        return AgentInput(message=Message(role="user", content=[Part(text=value)]))
-    if isinstance(value, dict):
-        return AgentInput.model_validate(value)
-    raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")
 
 
 class Chat:
@@ -155,7 +214,7 @@ class Chat:
 
     def __init__(
         self,
-        agent: AgentLike,
+        agent: AgentEndpoint,
         *,
         snapshot_id: str | None = None,
         session_id: str | None = None,
@@ -169,7 +228,6 @@ class Chat:
         self.messages: list[Message] = list(self._state.messages) if self._state is not None else []
         self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
         self.last: AgentResponse | None = None
-        self._turn: AgentTurn | None = None
         self._abort_current: Signal | None = None  # the turn in flight, for abort()
 
     @property
@@ -185,7 +243,7 @@ class Chat:
         return AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
 
     async def _run(
-        self, inp: AgentInput, queue: asyncio.Queue[object] | None, abort: Signal
+        self, inp: AgentInput, options: CallOptions, queue: asyncio.Queue[object] | None, abort: Signal
     ) -> AgentResponse:
         """Run one turn; chunks go to `queue` (None: nobody streams, only patches count)."""
         self._abort_current = abort
@@ -206,7 +264,9 @@ class Chat:
                 await queue.put(AgentChunk(raw, accumulated_text=text, custom=chunk_custom))
 
         try:
-            out = await self.agent._invoke(inp, self._init(), on_chunk=on_chunk, abort_signal=abort)
+            out = await self.agent.invoke(
+                inp, self._init(), options=options, on_chunk=on_chunk, abort_signal=abort
+            )
         finally:
             self._abort_current = None
             if queue is not None:
@@ -223,12 +283,10 @@ class Chat:
                 details=err.details if err is not None else None,
                 response=res,
             )
-        if out.finish_reason == "detached":
-            self.snapshot_id = out.snapshot_id or self.snapshot_id
-            self.session_id = out.session_id or self.session_id
-            return res
         self.snapshot_id = out.snapshot_id or self.snapshot_id
         self.session_id = out.session_id or self.session_id
+        if out.finish_reason == "detached":
+            return res
         if out.state is not None:
             self._state = out.state
             self.messages = list(out.state.messages)
@@ -254,20 +312,20 @@ class Chat:
         self.artifacts.append(art)
 
     # -- verbs ----------------------------------------------------------------------
-    # `config` (model settings such as temperature) applies to this call only, over the agent's.
-    def send_stream(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentTurn:
+    # `config` (model settings such as temperature) applies to this call only, over the
+    # agent's; `context` is the request context tools and handlers read as `ctx.context`.
+    def send_stream(
+        self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
+    ) -> AgentTurn:
         """Start a turn and stream it; see `AgentTurn`."""
-        self._turn = AgentTurn(self, _as_input(input), config)
-        return self._turn
+        return AgentTurn(self, as_input(input), call_options(config, context))
 
-    async def send(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentResponse:
+    async def send(
+        self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
+    ) -> AgentResponse:
         """Run one turn and return its response (raises `AgentError` if it failed)."""
         # no stream to feed: run in this task, without AgentTurn's task and queue
-        token = CALL_CONFIG.set(config)
-        try:
-            return await self._run(_as_input(input), None, Signal())
-        finally:
-            CALL_CONFIG.reset(token)
+        return await self._run(as_input(input), call_options(config, context), None, Signal())
 
     def resume_stream(
         self,
@@ -276,10 +334,11 @@ class Chat:
         metadata: Any = None,
         *,
         config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> AgentTurn:
         """Answer the paused turn and stream the continuation."""
         resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
-        return self.send_stream(AgentInput(resume=resume), config=config)
+        return AgentTurn(self, AgentInput(resume=resume), call_options(config, context))
 
     async def resume(
         self,
@@ -288,43 +347,42 @@ class Chat:
         metadata: Any = None,
         *,
         config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> AgentResponse:
         """Answer the paused turn: `respond` parts supply outputs, `restart`
         parts re-run tools. Both lists may be used at once."""
-        return await self.resume_stream(respond, restart, metadata, config=config).response
+        resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
+        return await self._run(AgentInput(resume=resume), call_options(config, context), None, Signal())
 
-    async def detach(self, input: InputLike) -> DetachedTask:
+    async def detach(
+        self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
+    ) -> DetachedTask:
         """Start a turn that goes on in the background; returns a `DetachedTask`."""
-        inp = _as_input(input).model_copy(update={"detach": True})
-        res = await self.send(inp)
+        inp = as_input(input).model_copy(update={"detach": True})
+        res = await self._run(inp, call_options(config, context), None, Signal())
         assert res.snapshot_id is not None
         return DetachedTask(self.agent, res.snapshot_id)
 
     async def abort(self) -> str | None:
         """Abort the turn in flight, or the chat's pending snapshot."""
         if self._abort_current is not None:
-            self._abort_current.set()
+            self._abort_current.set()  # thread-safe: the turn may run on another loop
             return "pending"
         if self.snapshot_id:
             return await self.agent.abort(self.snapshot_id)
         return None
 
     # -- sync twins ------------------------------------------------------------------
-    def send_sync(self, input: InputLike, *, config: dict[str, Any] | None = None) -> AgentResponse:
-        return _sync.run(self.send(input, config=config))
+    send_sync = twin(send)
+    resume_sync = twin(resume)
+    detach_sync = twin(detach)
+    abort_sync = twin(abort)
 
-    def send_stream_sync(self, input: InputLike, *, config: dict[str, Any] | None = None) -> SyncAgentTurn:
-        return SyncAgentTurn(self.send_stream(input, config=config))
-
-    def resume_sync(
-        self,
-        respond: Sequence[Part] = (),
-        restart: Sequence[Part] = (),
-        metadata: Any = None,
-        *,
-        config: dict[str, Any] | None = None,
-    ) -> AgentResponse:
-        return _sync.run(self.resume(respond, restart, metadata, config=config))
+    def send_stream_sync(
+        self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
+    ) -> SyncAgentTurn:
+        """The sync twin of `send_stream`: ``for chunk in turn``, then ``turn.response``."""
+        return SyncAgentTurn(self.send_stream(input, config=config, context=context))
 
     def resume_stream_sync(
         self,
@@ -333,20 +391,16 @@ class Chat:
         metadata: Any = None,
         *,
         config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> SyncAgentTurn:
-        return SyncAgentTurn(self.resume_stream(respond, restart, metadata, config=config))
-
-    def detach_sync(self, input: InputLike) -> DetachedTask:
-        return _sync.run(self.detach(input))
-
-    def abort_sync(self) -> str | None:
-        return _sync.run(self.abort())
+        """The sync twin of `resume_stream`."""
+        return SyncAgentTurn(self.resume_stream(respond, restart, metadata, config=config, context=context))
 
 
 class DetachedTask:
     """A turn running in the background; poll it or wait for it."""
 
-    def __init__(self, agent: AgentLike, snapshot_id: str) -> None:
+    def __init__(self, agent: AgentEndpoint, snapshot_id: str) -> None:
         self.agent = agent
         self.snapshot_id = snapshot_id
 
@@ -367,14 +421,6 @@ class DetachedTask:
         """Abort the background turn; returns the previous status."""
         return await self.agent.abort(self.snapshot_id)
 
-    def poll_sync(self) -> SessionSnapshot | None:
-        return _sync.run(self.poll())
-
-    def wait_sync(self, *, interval: float = 0.5, timeout: float | None = None) -> SessionSnapshot:
-        return _sync.run(self.wait(interval=interval, timeout=timeout))
-
-    def abort_sync(self) -> str | None:
-        return _sync.run(self.abort())
-
-
-_ = Invocation
+    poll_sync = twin(poll)
+    wait_sync = twin(wait)
+    abort_sync = twin(abort)

@@ -10,17 +10,23 @@ sync code, ``with agent.connect() as conn`` with the ``*_sync`` readers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from . import _sync
+from ._engine import AgentSpec, Invocation
+from ._sync import stream_twin, twin
 from .errors import FailedPreconditionError
-from .runner import Invocation
-from .types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, Message, Part, ToolResume
-
-if TYPE_CHECKING:
-    from .agent import Agent
+from .types import (
+    AgentInit,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    CallOptions,
+    Message,
+    Part,
+    ToolResume,
+)
 
 __all__ = ["AgentConnection"]
 
@@ -39,9 +45,10 @@ class AgentConnection:
         ...         out = await conn.output()
     """
 
-    def __init__(self, agent: Agent, init: AgentInit) -> None:
-        self.agent = agent
+    def __init__(self, spec: AgentSpec, init: AgentInit, *, options: CallOptions = CallOptions()) -> None:  # noqa: B008
+        self.spec = spec
         self.init = init
+        self.options = options
         self._inv: Invocation | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._chunks: asyncio.Queue[object] | None = None
@@ -58,7 +65,7 @@ class AgentConnection:
             async def on_chunk(chunk: AgentStreamChunk) -> None:
                 await queue.put(chunk)
 
-            self._inv = Invocation(self.agent, self.init, on_chunk=on_chunk)
+            self._inv = Invocation(self.spec, self.init, options=self.options, on_chunk=on_chunk)
             self._inv.result.add_done_callback(lambda _: queue.put_nowait(_END))
         return self
 
@@ -143,15 +150,12 @@ class AgentConnection:
             if item.turn_end is not None:
                 return
 
-    def receive_sync(self) -> Iterator[AgentStreamChunk]:
-        return _sync.iterate(self.receive())
-
     async def output(self) -> AgentOutput:
         """Close the input side, wait for the last turn, return the output."""
         return await self._invocation().output()
 
-    def output_sync(self) -> AgentOutput:
-        return _sync.run(self.output())
+    receive_sync = stream_twin(receive)
+    output_sync = twin(output)
 
 
 async def _call_async(fn: Callable[..., None], *args: object) -> None:

@@ -1,30 +1,53 @@
-"""The error tree of nb_agents.
+"""The error tree of nb_agents, and the one table from Genkit statuses to HTTP codes.
 
 Every error nb_agents raises derives from one root and carries a Genkit status
 (the canonical gRPC status names Genkit uses on the wire)::
 
     NbAgentsError                    status, message, details
-    ├── InvalidArgumentError         INVALID_ARGUMENT: bad input, rejected resume
-    ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state
+    ├── InvalidArgumentError         INVALID_ARGUMENT: bad input, a rejected resume
+    │   └── RequestError             an HTTP request refused before it reached an agent
+    │                                (too big, not JSON, wrong shape); carries its HTTP code
+    ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state, "already resumed"
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
-    ├── PermissionDeniedError        PERMISSION_DENIED: a forged or unsigned state blob
+    ├── UnauthenticatedError         UNAUTHENTICATED: no or bad credentials
+    ├── PermissionDeniedError        PERMISSION_DENIED: not allowed; a forged state blob
+    ├── ResourceExhaustedError       RESOURCE_EXHAUSTED: over a limit
     ├── AbortedError                 ABORTED: the turn was aborted
+    ├── UnavailableError             UNAVAILABLE: a remote agent could not be reached
     ├── InternalError                INTERNAL: a tool or the model raised
-    └── AgentError                   a turn ended with finish reason "failed"
+    ├── AgentError                   a chat turn ended with finish reason "failed"
+    └── ModelError                   a model provider call failed (nb_agents.models.errors)
+        ├── AuthenticationError      UNAUTHENTICATED (401)
+        │   └── MissingApiKeyError   no key configured
+        ├── ModelPermissionDeniedError  PERMISSION_DENIED (403)
+        ├── BadRequestError          INVALID_ARGUMENT (400, 413, 422)
+        ├── ModelNotFoundError       NOT_FOUND (404)
+        ├── RateLimitError           RESOURCE_EXHAUSTED (429, retried)
+        ├── OverloadedError          UNAVAILABLE (503, 529, retried)
+        ├── ModelServerError         INTERNAL (5xx, retried)
+        ├── ModelConnectionError     UNAVAILABLE (unreachable, retried)
+        ├── ModelTimeoutError        DEADLINE_EXCEEDED
+        └── ModelResponseError       INTERNAL (an answer we could not read)
 
-`Interrupt` and `ToolFail` (in `nb_agents.tools`) are control-flow signals a
-tool raises, not errors, and are deliberately outside this tree.
+A model error is a `ModelError` first: catch ``ModelError`` for "the provider
+failed", or a status class here for "anything with that status", which the
+model errors' statuses also tell (``err.status``).
+
+`Interrupt` and `ToolFail` (in `nb_agents.interrupts` and `nb_agents.tools`) are
+control-flow signals a tool raises, not errors, and are deliberately outside
+this tree.
+
+`HTTP_STATUS` is the one status-to-HTTP table: the server answers a thrown
+error with its code and the client reads a code back into a status with
+`status_for_http`.
 """
 
 from __future__ import annotations
 
-import traceback
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .types import AgentErrorInfo
+from typing import Any
 
 __all__ = [
+    "HTTP_STATUS",
     "AbortedError",
     "AgentError",
     "FailedPreconditionError",
@@ -33,8 +56,13 @@ __all__ = [
     "NbAgentsError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RequestError",
+    "ResourceExhaustedError",
+    "UnauthenticatedError",
+    "UnavailableError",
     "error_for_status",
-    "error_info",
+    "http_status",
+    "status_for_http",
 ]
 
 
@@ -45,6 +73,11 @@ class NbAgentsError(Exception):
         status: The Genkit status name, e.g. ``"INVALID_ARGUMENT"``.
         message: The human-readable message, without the status prefix.
         details: Optional extra data (a traceback, the offending value, ...).
+
+    Example:
+        >>> err = NotFoundError("Snapshot s1 not found.")
+        >>> (err.status, str(err), isinstance(err, NbAgentsError))
+        ('NOT_FOUND', 'NOT_FOUND: Snapshot s1 not found.', True)
     """
 
     status: str = "UNKNOWN"
@@ -73,6 +106,21 @@ class InvalidArgumentError(NbAgentsError):
     status = "INVALID_ARGUMENT"
 
 
+class RequestError(InvalidArgumentError):
+    """An HTTP request refused before it reached an agent (too big, bad JSON, bad shape).
+
+    Attributes:
+        http_code: The HTTP status to answer with, when it is not the one the
+            Genkit status implies (413 for a body over the size limit).
+    """
+
+    def __init__(
+        self, message: str, *, status: str = "INVALID_ARGUMENT", http_code: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.http_code = http_code if http_code is not None else http_status(status)
+
+
 class FailedPreconditionError(NbAgentsError):
     """A valid request sent at the wrong time or to the wrong kind of agent."""
 
@@ -80,9 +128,15 @@ class FailedPreconditionError(NbAgentsError):
 
 
 class NotFoundError(NbAgentsError):
-    """A snapshot, session, agent or model that does not exist."""
+    """A snapshot, session, agent or model that does not exist (or that the caller may not see)."""
 
     status = "NOT_FOUND"
+
+
+class UnauthenticatedError(NbAgentsError):
+    """The request carries no credentials, or credentials that do not check out (HTTP 401)."""
+
+    status = "UNAUTHENTICATED"
 
 
 class PermissionDeniedError(NbAgentsError):
@@ -92,10 +146,22 @@ class PermissionDeniedError(NbAgentsError):
     status = "PERMISSION_DENIED"
 
 
+class ResourceExhaustedError(NbAgentsError):
+    """A limit was reached: a request too large, too many at once."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
 class AbortedError(NbAgentsError):
     """The turn was aborted before it finished."""
 
     status = "ABORTED"
+
+
+class UnavailableError(NbAgentsError):
+    """A service the call needs (a remote agent) could not be reached; trying again may work."""
+
+    status = "UNAVAILABLE"
 
 
 class InternalError(NbAgentsError):
@@ -139,28 +205,77 @@ _BY_STATUS: dict[str, type[NbAgentsError]] = {
         InvalidArgumentError,
         FailedPreconditionError,
         NotFoundError,
+        UnauthenticatedError,
         PermissionDeniedError,
+        ResourceExhaustedError,
         AbortedError,
+        UnavailableError,
         InternalError,
     )
 }
 
 
 def error_for_status(status: str | None, message: str, details: Any = None) -> NbAgentsError:
-    """Build the error class that matches a Genkit status name."""
+    """The error class that matches a Genkit status name, built.
+
+    Example:
+        >>> type(error_for_status("NOT_FOUND", "gone")).__name__
+        'NotFoundError'
+    """
     status = status or "UNKNOWN"
     cls = _BY_STATUS.get(status, NbAgentsError)
     return cls(message, status=status, details=details)
 
 
-def error_info(exc: BaseException) -> AgentErrorInfo:
-    """The wire error of an exception; the traceback goes in the details."""
-    from .types import AgentErrorInfo
+# Genkit status -> HTTP code (the canonical gRPC to HTTP mapping Genkit uses). Where several
+# statuses share a code, the first listed is what a client reads the code back as.
+_HTTP: tuple[tuple[str, int], ...] = (
+    ("INVALID_ARGUMENT", 400),
+    ("FAILED_PRECONDITION", 400),
+    ("OUT_OF_RANGE", 400),
+    ("UNAUTHENTICATED", 401),
+    ("PERMISSION_DENIED", 403),
+    ("NOT_FOUND", 404),
+    ("ABORTED", 409),
+    ("ALREADY_EXISTS", 409),
+    ("RESOURCE_EXHAUSTED", 429),
+    ("CANCELLED", 499),
+    ("INTERNAL", 500),
+    ("UNKNOWN", 500),
+    ("DATA_LOSS", 500),
+    ("UNIMPLEMENTED", 501),
+    ("UNAVAILABLE", 503),
+    ("DEADLINE_EXCEEDED", 504),
+)
 
-    if isinstance(exc, NbAgentsError):
-        return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
-    return AgentErrorInfo(
-        status="INTERNAL",
-        message=str(exc) or type(exc).__name__,
-        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
-    )
+HTTP_STATUS: dict[str, int] = dict(_HTTP)
+"""Genkit status name -> HTTP status code."""
+
+_STATUS_FOR_CODE: dict[int, str] = {
+    413: "RESOURCE_EXHAUSTED",  # a body over the server's limit
+    408: "DEADLINE_EXCEEDED",
+    **{code: status for status, code in reversed(_HTTP)},
+}
+
+
+def http_status(status: str | None) -> int:
+    """The HTTP code for a Genkit status name (500 when unknown).
+
+    Example:
+        >>> http_status("FAILED_PRECONDITION"), http_status("NO_SUCH_STATUS")
+        (400, 500)
+    """
+    return HTTP_STATUS.get(status or "", 500)
+
+
+def status_for_http(code: int) -> str:
+    """The Genkit status an HTTP code stands for (``INTERNAL`` for other 5xx, else ``UNKNOWN``).
+
+    Example:
+        >>> status_for_http(404), status_for_http(409), status_for_http(502)
+        ('NOT_FOUND', 'ABORTED', 'INTERNAL')
+    """
+    found = _STATUS_FOR_CODE.get(code)
+    if found is not None:
+        return found
+    return "INTERNAL" if code >= 500 else "UNKNOWN"

@@ -10,8 +10,10 @@ pause data. Answers are parts built here:
   ``metadata.resumed`` (what the tool sees as its reply) and, when the input
   was replaced, ``metadata.replacedInput`` holding the original input.
 
-`InterruptCall` is the typed claim Go calls ``tool.Interrupted(part)``;
-`AgentInterrupt` (in `nb_agents.chat`) is the untyped one of the chat API.
+The views of a paused call live here too, beside the builders they call:
+`AgentInterrupt` (the chat API's untyped view, Genkit's ``AgentInterrupt``),
+`ApprovalHold` (a call held by `ToolApproval`) and `InterruptCall`, the typed
+claim Go calls ``tool.Interrupted(part)``.
 """
 
 from __future__ import annotations
@@ -20,14 +22,19 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ._json import to_json_value
 from .types import Part, ToolRequest, ToolResponse
 
 if TYPE_CHECKING:
     from .tools import Tool
 
 __all__ = [
+    "APPROVAL_PREFIX",
+    "AgentInterrupt",
+    "ApprovalHold",
     "Interrupt",
     "InterruptCall",
+    "held_for_approval",
     "interrupt_as",
     "respond_part",
     "restart_part",
@@ -36,16 +43,14 @@ __all__ = [
 
 T = TypeVar("T", bound=BaseModel)
 
+APPROVAL_PREFIX = "Tool not in approved list:"
+"""How `ToolApproval`'s pause message starts (Genkit's text, on every runtime)."""
 
-def to_json_value(value: Any) -> Any:
-    """Turn a pydantic model (or a structure holding some) into plain JSON data."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(value, dict):
-        return {k: to_json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json_value(v) for v in value]
-    return value
+
+def held_for_approval(part: Part) -> bool:
+    """Whether `part` is a call paused by `ToolApproval` (its pause message says so)."""
+    data = (part.metadata or {}).get("interrupt")
+    return isinstance(data, dict) and str(data.get("message", "")).startswith(APPROVAL_PREFIX)
 
 
 class Interrupt(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -148,8 +153,7 @@ class InterruptCall(Generic[InT]):
         self.tool = tool
         self.part = part
         self.input = input
-        data = (part.metadata or {}).get("interrupt")
-        self.data: dict[str, Any] | None = data if isinstance(data, dict) else None
+        self.data = _pause_data(part)
 
     @property
     def name(self) -> str:
@@ -177,3 +181,67 @@ class InterruptCall(Generic[InT]):
 
     def __repr__(self) -> str:
         return f"InterruptCall(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"
+
+
+def _pause_data(part: Part) -> dict[str, Any] | None:
+    data = (part.metadata or {}).get("interrupt")
+    return data if isinstance(data, dict) else None
+
+
+class AgentInterrupt:
+    """One paused tool call of a response, with builders for the answer.
+
+    Attributes:
+        name: The tool's name.
+        ref: The call's ref, if the model gave one.
+        input: What the model passed the tool (shown to the human).
+        data: The pause payload (``metadata.interrupt``), a dict or None.
+        part: The interrupted tool-request part itself.
+    """
+
+    def __init__(self, part: Part) -> None:
+        assert part.tool_request is not None
+        self.part = part
+        self.name = part.tool_request.name
+        self.ref = part.tool_request.ref
+        self.input = part.tool_request.input
+        self.data = _pause_data(part)
+
+    def respond(self, output: Any) -> Part:
+        """A ``toolResponse`` part supplying the tool's output. Does not send."""
+        return respond_part(self.part, output, mark=False)
+
+    def restart(self, resumed: Any = None, replace_input: Any = None) -> Part:
+        """A ``toolRequest`` part that runs the tool again. Does not send.
+
+        Args:
+            resumed: What the tool sees as ``ctx.resumed`` (its reply).
+            replace_input: A new input for the call (the original is kept
+                in ``replacedInput`` so the server can check it).
+        """
+        return restart_part(self.part, resumed=resumed, replace_input=replace_input, mark_resumed=False)
+
+    def approve(self) -> Part:
+        """Approve a call held by `ToolApproval`. Goes in ``restart``."""
+        return restart_part(self.part, resumed={"toolApproved": True})
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return f"{kind}(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
+
+
+class ApprovalHold(AgentInterrupt):
+    """A claim on a tool call held by `ToolApproval`: approve it or deny it."""
+
+    def deny(self, output: Any = None) -> Part:
+        """Refuse the call: a respond whose output the model sees instead."""
+        if output is None:
+            output = {"error": f"The user denied the call to '{self.name}'."}
+        return respond_part(self.part, output)
+
+    respond = deny
+
+    @classmethod
+    def claim(cls, part: Part) -> ApprovalHold | None:
+        """`part` as a hold if `ToolApproval` paused it, else None."""
+        return cls(part) if part.is_interrupt and held_for_approval(part) else None

@@ -7,15 +7,14 @@ builders for its answers and a chat positioned on it; `PendingTurns` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .responses import AgentInterrupt
+from ._display import bundle
+from .chat import Chat
+from .endpoint import BaseAgent
+from .interrupts import AgentInterrupt
 from .stores.base import AuditRecord
 from .types import Message, SessionSnapshot
-
-if TYPE_CHECKING:
-    from .agent import Agent
-    from .chat import Chat
 
 __all__ = ["AuditTrail", "PendingTurn", "PendingTurns"]
 
@@ -29,7 +28,7 @@ class PendingTurn:
         interrupts: `AgentInterrupt` builders for the answers.
     """
 
-    def __init__(self, agent: Agent, snapshot: SessionSnapshot, message: Message) -> None:
+    def __init__(self, agent: BaseAgent, snapshot: SessionSnapshot, message: Message) -> None:
         self.agent = agent
         self.snapshot = snapshot
         self.message = message
@@ -51,25 +50,19 @@ class PendingTurn:
         names = ", ".join(i.name for i in self.interrupts)
         return f"PendingTurn(session_id={self.session_id!r}, interrupts=[{names}])"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import pending_bundle
-
-        return pending_bundle([self])
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)
 
 
 class PendingTurns(list[PendingTurn]):
     """What `Agent.pending` returns: a list that renders as the waiting interrupts."""
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import pending_bundle
-
-        return pending_bundle(self)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)
 
 
 class AuditTrail(list[AuditRecord]):
     """What `Agent.audit` returns: a list that renders as a table."""
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import audit_bundle
-
-        return audit_bundle(self)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .interrupts import Interrupt, respond_part
-from .responses import AgentInterrupt
-from .resume import APPROVAL_PREFIX
+from .interrupts import APPROVAL_PREFIX, ApprovalHold, Interrupt
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
 
@@ -37,18 +35,6 @@ def _approved(resumed: Any) -> bool:
     if not isinstance(resumed, dict):
         return False  # a bare `resumed: true` is not approval
     return resumed.get("toolApproved") is True or resumed.get("tool_approved") is True
-
-
-class ApprovalHold(AgentInterrupt):
-    """A claim on a tool call held by `ToolApproval`: approve it or deny it."""
-
-    def deny(self, output: Any = None) -> Part:
-        """Refuse the call: a respond whose output the model sees instead."""
-        if output is None:
-            output = {"error": f"The user denied the call to '{self.name}'."}
-        return respond_part(self.part, output)
-
-    respond = deny
 
 
 class ToolApproval(Middleware):
@@ -76,9 +62,4 @@ class ToolApproval(Middleware):
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:
         """Claim `part` if it is a call held by `ToolApproval`, else None."""
-        if not part.is_interrupt:
-            return None
-        data = (part.metadata or {}).get("interrupt")
-        if isinstance(data, dict) and str(data.get("message", "")).startswith(APPROVAL_PREFIX):
-            return ApprovalHold(part)
-        return None
+        return ApprovalHold.claim(part)

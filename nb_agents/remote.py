@@ -32,20 +32,23 @@ from typing import Any
 
 import httpx
 
-from .agent import _init as make_init
-from .chat import Chat
-from .errors import InvalidArgumentError, NbAgentsError, NotFoundError, error_for_status
-from .session import ChunkSink
-from .twins import AgentSyncTwins
+from .endpoint import BaseAgent
+from .errors import (
+    InvalidArgumentError,
+    NbAgentsError,
+    NotFoundError,
+    UnavailableError,
+    error_for_status,
+    status_for_http,
+)
 from .types import (
     AgentInit,
     AgentInput,
     AgentOutput,
     AgentStreamChunk,
-    Message,
-    Part,
+    CallOptions,
+    ChunkSink,
     SessionSnapshot,
-    SessionState,
 )
 
 __all__ = ["HeadersOption", "RemoteAgent", "iter_frames", "remote_agent"]
@@ -55,23 +58,10 @@ HeadersOption = Mapping[str, str] | Callable[[], Mapping[str, str] | Awaitable[M
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn may think for minutes between chunks
 
-_STATUS_FOR_HTTP = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ABORTED",
-    413: "RESOURCE_EXHAUSTED",
-    429: "RESOURCE_EXHAUSTED",
-    499: "CANCELLED",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
 _STATUS_PREFIX = re.compile(r"^([A-Z][A-Z_]+): (.*)$", re.DOTALL)
 
 
-class RemoteAgent(AgentSyncTwins):
+class RemoteAgent(BaseAgent):
     """An agent behind a URL, with the chat, run and snapshot API of a local `Agent`.
 
     Build it with `remote_agent`. It satisfies what `Chat` needs of an agent, so
@@ -147,15 +137,29 @@ class RemoteAgent(AgentSyncTwins):
         return payload.get("result") if isinstance(payload, dict) else None
 
     # -- turns ------------------------------------------------------------------------
-    async def _invoke(
+    async def invoke(
         self,
-        inp: AgentInput,
+        input: AgentInput,
         init: AgentInit,
         *,
+        options: CallOptions = CallOptions(),  # noqa: B008 - frozen, shared safely
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
     ) -> AgentOutput:
-        body = {"data": inp.to_wire(), "init": init.to_wire()}
+        """Run one turn on the server: one streamed POST; a failed turn is returned in-band.
+
+        ``options.config`` travels as the body's ``config`` field (nb_agents servers
+        lay it over the agent's model config; Genkit servers ignore it).
+        """
+        if options.context is not None:
+            raise InvalidArgumentError(
+                "context= cannot be sent to a remote agent: its server derives the request context "
+                "from the request itself (its context_provider). Send credentials with "
+                "remote_agent(url, headers=...)."
+            )
+        body: dict[str, Any] = {"data": input.to_wire(), "init": init.to_wire()}
+        if options.config is not None:
+            body["config"] = options.config
         reader = asyncio.ensure_future(self._stream_turn(body, on_chunk))
         waiter = asyncio.ensure_future((abort_signal or asyncio.Event()).wait())
         try:
@@ -203,48 +207,10 @@ class RemoteAgent(AgentSyncTwins):
                         )
         except httpx.TransportError as exc:
             raise _unreachable(self.url, exc) from exc
-        raise NbAgentsError(
+        raise UnavailableError(
             f"the agent at {self.url} closed the stream without a result or an error frame; "
-            "the outcome of the turn is unknown (read its snapshot to find out)",
-            status="UNAVAILABLE",
+            "the outcome of the turn is unknown (read its snapshot to find out)"
         )
-
-    def chat(
-        self,
-        *,
-        snapshot_id: str | None = None,
-        session_id: str | None = None,
-        state: SessionState | dict[str, Any] | None = None,
-    ) -> Chat:
-        """A `Chat` with the remote agent, tracking its session from turn to turn.
-
-        Example:
-            >>> remote = remote_agent("http://127.0.0.1:8000/bankingAgent")
-            >>> chat = remote.chat()
-            >>> res = chat.send_sync("Transfer $500 to savings")      # doctest: +SKIP
-        """
-        return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
-
-    async def run(
-        self,
-        input: AgentInput | str | None = None,
-        *,
-        snapshot_id: str | None = None,
-        session_id: str | None = None,
-        state: SessionState | dict[str, Any] | None = None,
-        on_chunk: ChunkSink | None = None,
-    ) -> AgentOutput:
-        """Run one turn (the Go-shaped API); a failed turn is returned in-band."""
-        inp = (
-            input
-            if isinstance(input, AgentInput)
-            else AgentInput(message=Message(role="user", content=[Part(text=input or "")]))
-        )
-        return await self._invoke(inp, make_init(snapshot_id, session_id, state), on_chunk=on_chunk)
-
-    async def run_text(self, text: str, **kwargs: Any) -> AgentOutput:
-        """Run one turn with a user text message."""
-        return await self.run(text, **kwargs)
 
     # -- companions -------------------------------------------------------------------
     async def get_snapshot(
@@ -383,12 +349,12 @@ def http_error(code: int, body: bytes, url: str) -> NbAgentsError:
         payload = None
     if isinstance(payload, dict) and any(k in payload for k in ("status", "message", "error")):
         err = frame_error(payload)
-        if err.status == "UNKNOWN" and code in _STATUS_FOR_HTTP:
-            err = error_for_status(_STATUS_FOR_HTTP[code], err.message, err.details)
+        if err.status == "UNKNOWN" and status_for_http(code) != "UNKNOWN":
+            err = error_for_status(status_for_http(code), err.message, err.details)
         return err
-    status = _STATUS_FOR_HTTP.get(code, "INTERNAL" if code >= 500 else "UNKNOWN")
+    status = status_for_http(code)
     return error_for_status(status, f"{url} answered HTTP {code}" + (f": {text[:500]}" if text else ""))
 
 
 def _unreachable(url: str, exc: httpx.TransportError) -> NbAgentsError:
-    return NbAgentsError(f"could not talk to the agent at {url}: {exc!r}", status="UNAVAILABLE")
+    return UnavailableError(f"could not talk to the agent at {url}: {exc!r}")

@@ -15,26 +15,21 @@ no ids, no timestamps (and, in `nb_agents.notebook`, no widgets).
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
-import os
-import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._display import STATIC_ENV, register, static_mode
+from .listings import AuditTrail, PendingTurn, PendingTurns
+from .responses import AgentResponse
+from .stores.base import AuditRecord
 from .types import AgentOutput, Artifact, Message, Part, SessionSnapshot
-
-if TYPE_CHECKING:
-    from .listings import PendingTurn
-    from .responses import AgentResponse
-    from .stores.base import AuditRecord
 
 __all__ = [
     "STATIC_ENV",
     "audit_bundle",
     "error_html",
     "interrupt_html",
-    "live_widgets",
     "message_bundle",
     "output_bundle",
     "output_html",
@@ -49,9 +44,6 @@ __all__ = [
     "tool_result_html",
 ]
 
-STATIC_ENV = "NB_AGENTS_STATIC"
-"""The environment variable that turns static (deterministic) rendering on."""
-
 _BOX = "border:1px solid var(--jp-border-color2,#ccc);border-radius:6px;padding:6px 10px;margin:4px 0"
 _BUBBLE = "white-space:pre-wrap;padding:6px 10px;border-radius:6px;background:var(--jp-layout-color2,#f3f3f3)"
 _PAUSE = "border-left:4px solid #d99a00;padding:4px 10px;margin:4px 0;background:var(--jp-layout-color1,#fff)"
@@ -60,29 +52,6 @@ _MUTED = "color:var(--jp-ui-font-color2,#777);font-size:90%"
 _PRE = "margin:2px 0;white-space:pre-wrap;font-size:90%"
 
 Bundle = dict[str, str]
-
-
-def static_mode() -> bool:
-    """True when ``NB_AGENTS_STATIC`` is set to anything but ``""``/``0``/``false``/``no``.
-
-    Example:
-        >>> import os; os.environ["NB_AGENTS_STATIC"] = "1"; static_mode()
-        True
-        >>> del os.environ["NB_AGENTS_STATIC"]
-    """
-    return os.environ.get(STATIC_ENV, "").strip().lower() not in ("", "0", "false", "no")
-
-
-def live_widgets() -> bool:
-    """True when results should display as widgets: static mode is off, an
-    IPython kernel is running and ipywidgets can be imported."""
-    if static_mode():
-        return False
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or not hasattr(shell, "kernel"):
-        return False
-    return importlib.util.find_spec("ipywidgets") is not None
 
 
 def _esc(value: Any) -> str:
@@ -375,3 +344,12 @@ def audit_bundle(records: Sequence[AuditRecord]) -> Bundle:
         lines.append("\t".join(" ".join(s.split()) for s in shown))
     table = f'<table class="nba-audit"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     return {"text/plain": "\n".join(lines), "text/html": table}
+
+
+register(Message, static=message_bundle)
+register(AgentOutput, static=output_bundle)
+register(SessionSnapshot, static=snapshot_bundle)
+register(AgentResponse, static=response_bundle)
+register(PendingTurn, static=lambda turn: pending_bundle([turn]))
+register(PendingTurns, static=pending_bundle)
+register(AuditTrail, static=audit_bundle)

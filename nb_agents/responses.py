@@ -1,62 +1,20 @@
 """What a chat turn gives back: `AgentResponse`, `AgentChunk`, `AgentInterrupt`.
 
-These wrap the wire values (`AgentOutput`, `AgentStreamChunk`, interrupted
-tool-request parts) with the conveniences of Genkit's client API: ``text``,
-``interrupts``, and the ``respond`` / ``restart`` / ``approve`` builders, which
-build answer parts and never send anything.
+These wrap the wire values (`AgentOutput`, `AgentStreamChunk`) with the
+conveniences of Genkit's client API: ``text``, ``interrupts`` (`AgentInterrupt`
+views, defined with the answer builders in `nb_agents.interrupts`, re-exported
+here), ``finish_message``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .interrupts import respond_part, restart_part
+from ._display import bundle
+from .interrupts import AgentInterrupt
 from .types import AgentOutput, AgentStreamChunk, Artifact, Part
 
 __all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse"]
-
-
-class AgentInterrupt:
-    """One paused tool call of a response, with builders for the answer.
-
-    Attributes:
-        name: The tool's name.
-        ref: The call's ref, if the model gave one.
-        input: What the model passed the tool (shown to the human).
-        data: The pause payload (``metadata.interrupt``), a dict or None.
-        part: The interrupted tool-request part itself.
-    """
-
-    def __init__(self, part: Part) -> None:
-        assert part.tool_request is not None
-        self.part = part
-        self.name = part.tool_request.name
-        self.ref = part.tool_request.ref
-        self.input = part.tool_request.input
-        data = (part.metadata or {}).get("interrupt")
-        self.data: dict[str, Any] | None = data if isinstance(data, dict) else None
-
-    def respond(self, output: Any) -> Part:
-        """A ``toolResponse`` part supplying the tool's output. Does not send."""
-        return respond_part(self.part, output, mark=False)
-
-    def restart(self, resumed: Any = None, replace_input: Any = None) -> Part:
-        """A ``toolRequest`` part that runs the tool again. Does not send.
-
-        Args:
-            resumed: What the tool sees as ``ctx.resumed`` (its reply).
-            replace_input: A new input for the call (the original is kept
-                in ``replacedInput`` so the server can check it).
-        """
-        return restart_part(self.part, resumed=resumed, replace_input=replace_input, mark_resumed=False)
-
-    def approve(self) -> Part:
-        """Approve a call held by `ToolApproval`. Goes in ``restart``."""
-        return restart_part(self.part, resumed={"toolApproved": True})
-
-    def __repr__(self) -> str:
-        kind = type(self).__name__
-        return f"{kind}(name={self.name!r}, ref={self.ref!r}, input={self.input!r}, data={self.data!r})"
 
 
 class AgentResponse:
@@ -111,14 +69,8 @@ class AgentResponse:
         )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """Static text and HTML; in a live kernel, also the `TurnView` widget (forms)."""
-        from .render import live_widgets, response_bundle
-
-        if self.chat is not None and live_widgets():
-            from .notebook.view import TurnView
-
-            return TurnView(self, self.chat)._repr_mimebundle_()
-        return dict(response_bundle(self))
+        """Static text and HTML; in a live kernel, the forms of `nb_agents.notebook` (`TurnView`)."""
+        return bundle(self)
 
 
 class AgentChunk:

@@ -16,6 +16,8 @@ from .types import (
     AgentInput,
     AgentStreamChunk,
     Artifact,
+    CallOptions,
+    ChunkSink,
     FinishReason,
     Message,
     ModelResponseChunk,
@@ -23,41 +25,13 @@ from .types import (
     SessionState,
 )
 
-__all__ = ["ChunkSink", "Session", "Signal", "TurnContext", "TurnHandler", "as_message", "last_model"]
+__all__ = ["ChunkSink", "Session", "TurnContext", "TurnHandler", "as_message", "last_model"]
 
-ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
+_NO_OPTIONS = CallOptions()
 
 
 async def _drop(chunk: AgentStreamChunk) -> None:
     return None
-
-
-class Signal(asyncio.Event):
-    """An `asyncio.Event` that also runs callbacks when it is set.
-
-    The runner reacts to an abort or a detach through a callback instead of
-    keeping a waiter task per turn; handlers still ``await signal.wait()``.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._callbacks: list[Callable[[], None]] = []
-
-    def add_callback(self, fn: Callable[[], None]) -> Callable[[], None]:
-        """Call `fn` when the signal is set (at once if it already is); returns a remover."""
-        if self.is_set():
-            fn()
-            return lambda: None
-        self._callbacks.append(fn)
-        return lambda: self._callbacks.remove(fn) if fn in self._callbacks else None
-
-    def set(self) -> None:
-        if self.is_set():
-            return
-        super().set()
-        callbacks, self._callbacks = self._callbacks, []
-        for fn in callbacks:
-            fn()
 
 
 class Session:
@@ -160,6 +134,8 @@ class TurnContext:
         snapshot_id: The id this turn's snapshot will get (None without a store).
         parent_snapshot_id: The snapshot this turn continues from.
         turn_index: 0 for the first turn of the invocation, then 1, 2, ...
+        context: The request context (``{"auth": {...}}``), or {} when none was given.
+        config: This call's model settings (``chat.send(..., config=)``), or None.
         finish_reason: Set it to end the turn with another reason than ``stop``.
     """
 
@@ -172,6 +148,7 @@ class TurnContext:
         snapshot_id: str | None,
         parent_snapshot_id: str | None,
         turn_index: int,
+        options: CallOptions = _NO_OPTIONS,
     ) -> None:
         self.session = session
         self._emit = emit
@@ -179,6 +156,8 @@ class TurnContext:
         self.snapshot_id = snapshot_id
         self.parent_snapshot_id = parent_snapshot_id
         self.turn_index = turn_index
+        self.context: dict[str, Any] = options.context or {}
+        self.config = options.config
         self.finish_reason: FinishReason = "stop"
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:

@@ -21,7 +21,8 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
-from .interrupts import Interrupt, InterruptCall, to_json_value
+from ._json import to_json_value
+from .interrupts import Interrupt, InterruptCall
 from .schemas import caller_locals, camel, is_model, signature_model, type_hints
 from .types import Part, ToolDefinition
 
@@ -59,6 +60,7 @@ class ToolContext:
         original_input: The input before ``restart_with_input`` replaced it.
         metadata: The request part's metadata.
         session: The turn's `Session` (messages, custom state, artifacts).
+        context: The request context (``{"auth": {"uid": ...}}``), {} when none was given.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class ToolContext:
         original_input: Any = None,
         metadata: dict[str, Any] | None = None,
         session: Any = None,
+        context: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.ref = ref
@@ -77,6 +80,7 @@ class ToolContext:
         self.original_input = original_input
         self.metadata = metadata or {}
         self.session = session
+        self.context: dict[str, Any] = context if context is not None else {}
 
     def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
         """Pause the turn with `data` (raises `Interrupt`)."""

@@ -14,10 +14,16 @@ lets a turn share the history list with its parent instead of copying it.
 from __future__ import annotations
 
 import json
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from ._display import bundle
+from .errors import NbAgentsError
 
 __all__ = [
     "AGENT_FINISH_REASONS",
@@ -27,6 +33,8 @@ __all__ = [
     "AgentOutput",
     "AgentStreamChunk",
     "Artifact",
+    "CallOptions",
+    "ChunkSink",
     "FinishReason",
     "GenerateRequest",
     "GenerateResponse",
@@ -44,6 +52,7 @@ __all__ = [
     "ToolResume",
     "TurnEnd",
     "WireModel",
+    "error_info",
 ]
 
 FinishReason = Literal[
@@ -155,10 +164,8 @@ class Message(WireModel):
         """The tool-request parts that paused the turn."""
         return [p for p in self.content if p.is_interrupt]
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import message_bundle
-
-        return message_bundle(self)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)
 
 
 class ModelResponseChunk(WireModel):
@@ -256,6 +263,17 @@ class AgentErrorInfo(WireModel):
     details: Any = None
 
 
+def error_info(exc: BaseException) -> AgentErrorInfo:
+    """The wire error of an exception; for one outside the tree, the traceback goes in the details."""
+    if isinstance(exc, NbAgentsError):
+        return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
+    return AgentErrorInfo(
+        status="INTERNAL",
+        message=str(exc) or type(exc).__name__,
+        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
+    )
+
+
 class AgentOutput(WireModel):
     session_id: str | None = None
     snapshot_id: str | None = None
@@ -269,10 +287,8 @@ class AgentOutput(WireModel):
         """The interrupt parts of the output message."""
         return self.message.interrupts() if self.message is not None else []
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import output_bundle
-
-        return output_bundle(self)
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)
 
 
 class TurnEnd(WireModel):
@@ -299,7 +315,28 @@ class SessionSnapshot(WireModel):
     error: AgentErrorInfo | None = None
     state: SessionState | None = None
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from .render import snapshot_bundle
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self)
 
-        return snapshot_bundle(self)
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """What travels with one call besides its input and init (not a Genkit wire type).
+
+    Attributes:
+        config: Model settings for this call (``temperature``, ...), laid over
+            the agent's own per key. Over HTTP they travel in the request
+            body's ``config`` field, which nb_agents servers read and Genkit
+            servers ignore.
+        context: The request context (``{"auth": {"uid": ...}, ...}``): what a
+            server's context provider derived from the request, or what an
+            in-process caller passes. Tools, handlers and middleware read it as
+            ``ctx.context``. Never taken from a remote client's body.
+    """
+
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+
+
+ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]
+"""Where a turn's stream chunks go, one call per chunk."""

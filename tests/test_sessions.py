@@ -14,7 +14,7 @@ import pytest
 from helpers import text_response, tool_call_response
 
 import nb_agents as nba
-from nb_agents.resume import resume_digest
+from nb_agents._engine.resume import resume_digest
 from nb_agents.testing import FunctionModel, ScriptedModel
 
 pytestmark = pytest.mark.anyio

@@ -1,14 +1,14 @@
 """The errors a model provider call can raise, and how HTTP answers map onto them.
 
-Every class sits under `ModelError`, itself under the project's `NbAgentsError`,
-so a failed model call fails the turn in-band (finish reason ``failed``) with
-a Genkit status a client can act on::
+Every class sits under `ModelError`, itself a branch of the project's one
+error tree (drawn in `nb_agents.errors`), so a failed model call fails the turn
+in-band (finish reason ``failed``) with a Genkit status a client can act on::
 
     NbAgentsError
     └── ModelError                   a provider call failed (status from the kind)
         ├── AuthenticationError      UNAUTHENTICATED: 401 (or Google's API_KEY_INVALID)
         │   └── MissingApiKeyError   UNAUTHENTICATED: no key configured (names the variable)
-        ├── PermissionDeniedError    PERMISSION_DENIED: 403
+        ├── ModelPermissionDeniedError  PERMISSION_DENIED: 403
         ├── BadRequestError          INVALID_ARGUMENT: 400, 413, 422 (the request was wrong)
         ├── ModelNotFoundError       NOT_FOUND: 404, an unknown model or endpoint
         ├── RateLimitError           RESOURCE_EXHAUSTED: 429 (retried)
@@ -25,6 +25,7 @@ type and the raw body, so nothing the provider said is lost.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..errors import NbAgentsError
@@ -36,11 +37,11 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelNotFoundError",
+    "ModelPermissionDeniedError",
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
     "OverloadedError",
-    "PermissionDeniedError",
     "RateLimitError",
     "error_for_http_status",
 ]
@@ -94,7 +95,7 @@ class MissingApiKeyError(AuthenticationError):
     """
 
 
-class PermissionDeniedError(ModelError):
+class ModelPermissionDeniedError(ModelError):
     """The key is valid but may not use this model or feature (HTTP 403)."""
 
     status = "PERMISSION_DENIED"
@@ -178,7 +179,7 @@ def error_for_http_status(
     elif http_status == 401 or kind == "api_key_invalid":  # Google answers a bad key with 400
         cls = AuthenticationError
     elif http_status == 403:
-        cls = PermissionDeniedError
+        cls = ModelPermissionDeniedError
     elif http_status == 404:
         cls = ModelNotFoundError
     elif http_status == 429:
@@ -196,3 +197,15 @@ def error_for_http_status(
     else:
         cls = ModelResponseError
     return cls(message, provider=provider, http_status=http_status, details=details)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PermissionDeniedError":
+        warnings.warn(
+            "nb_agents.models.errors.PermissionDeniedError is now ModelPermissionDeniedError "
+            "(nb_agents.PermissionDeniedError is the status class of the whole tree)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ModelPermissionDeniedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

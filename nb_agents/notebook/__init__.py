@@ -5,11 +5,20 @@ continuation streamed below; `ChatWidget` is a chat box with inline forms;
 `pending` redraws every waiting form after a kernel restart. Importing this
 package imports ipywidgets; ``import nb_agents`` alone never does.
 
+This package is nb_agents' display plugin (entry point group
+``nb_agents.display``): in a live kernel, the first response displayed loads
+it, and `register_display` makes every response with a chat show as its
+`TurnView`, so a paused turn is answered right in its cell.
+
 Example:
     >>> from nb_agents.notebook import ChatWidget, TurnView, pending   # doctest: +SKIP
     >>> pending(agent)        # every paused turn in the store, as forms  # doctest: +SKIP
 """
 
+from typing import Any
+
+from .._display import register
+from ..responses import AgentResponse
 from .chat_widget import ChatWidget
 from .fields import Field, FieldError, schema_field
 from .forms import Answer, InterruptForm, is_approval_shaped
@@ -27,5 +36,20 @@ __all__ = [
     "apending",
     "is_approval_shaped",
     "pending",
+    "register_display",
     "schema_field",
 ]
+
+
+def _live_response(res: AgentResponse) -> dict[str, Any] | None:
+    if res.chat is None:
+        return None  # a bare output has nothing to resume: its static rendering says it all
+    return TurnView(res, res.chat)._repr_mimebundle_()
+
+
+def register_display() -> None:
+    """Show responses as their `TurnView` in a live kernel (the ``nb_agents.display`` plugin)."""
+    register(AgentResponse, live=_live_response)
+
+
+register_display()

@@ -13,22 +13,21 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..render import error_html, message_bundle, output_html, part_html, static_mode, stream_html
+from ..render import error_html, message_bundle, output_html, part_html, stream_html
 from ..responses import AgentResponse
 from ..types import Message, Part
+from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
-
-_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _bubble(msg: Message) -> Any:
     return widgets.HTML(value=message_bundle(msg)["text/html"])
 
 
-class ChatWidget(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """A chat with an agent (or an existing `Chat`) as a widget.
 
     Args:
@@ -108,18 +107,13 @@ class ChatWidget(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no typ
             stream.value = tools + output_html(res.raw, tools=False)
         return res
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """The widget, with the transcript as static text and HTML (static mode: no widget)."""
+    def _static_bundle(self) -> dict[str, Any]:
+        """The transcript as static text and HTML."""
         shown = [message_bundle(m) for m in self.chat.messages]
-        bundle: dict[str, Any] = {
+        return {
             "text/plain": "\n\n".join(b["text/plain"] for b in shown) or "ChatWidget (empty)",
             "text/html": "".join(b["text/html"] for b in shown),
         }
-        if not static_mode():
-            view = super()._repr_mimebundle_(**kwargs)
-            if _WIDGET_MIME in view:
-                bundle[_WIDGET_MIME] = view[_WIDGET_MIME]
-        return bundle
 
     def __repr__(self) -> str:
         return (

@@ -29,9 +29,8 @@ from typing import Any, Literal, NamedTuple
 import ipywidgets as widgets
 from pydantic import TypeAdapter, ValidationError
 
-from ..middleware import ApprovalHold, ToolApproval
+from ..interrupts import AgentInterrupt, ApprovalHold
 from ..render import error_html, interrupt_html
-from ..responses import AgentInterrupt
 from ..tools import Tool
 from ..types import Part
 from .fields import Field, FieldError, schema_field
@@ -110,7 +109,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.on_answer = on_answer
         self.answer: Answer | None = None
         self.locked = False
-        self.hold: ApprovalHold | None = ToolApproval.interrupted(interrupt.part)
+        self.hold: ApprovalHold | None = ApprovalHold.claim(interrupt.part)
         self.approve_button: Any = None
         self.deny_button: Any = None
         self.submit_button: Any = None

@@ -23,12 +23,12 @@ from ..listings import PendingTurn
 from ..render import error_html, pending_bundle, static_mode
 from ..responses import AgentResponse
 from ..types import AgentOutput
+from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .view import TurnView
 
 __all__ = ["PendingView", "apending", "pending"]
 
-_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 _MUTED = "color:var(--jp-ui-font-color2,#777);font-size:90%"
 
 
@@ -43,7 +43,7 @@ def turn_response(turn: PendingTurn) -> AgentResponse:
     return AgentResponse(out, chat=turn.chat())
 
 
-class PendingView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """The paused turns of an agent, each as a `TurnView`.
 
     Args:
@@ -99,14 +99,8 @@ class PendingView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no ty
         if self.task is None or self.task.done():
             self.task = spawn(self.refresh())
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """The widget, with the waiting interrupts as static fallback (static mode: no widget)."""
-        bundle: dict[str, Any] = dict(pending_bundle(self.turns))
-        if not static_mode():
-            view = super()._repr_mimebundle_(**kwargs)
-            if _WIDGET_MIME in view:
-                bundle[_WIDGET_MIME] = view[_WIDGET_MIME]
-        return bundle
+    def _static_bundle(self) -> dict[str, Any]:
+        return dict(pending_bundle(self.turns))
 
     def __repr__(self) -> str:
         return f"PendingView(agent={self.agent.name!r}, turns={len(self.turns)})"

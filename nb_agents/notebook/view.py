@@ -18,16 +18,15 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..render import error_html, output_html, part_html, response_bundle, static_mode, stream_html
+from ..render import error_html, output_html, part_html, response_bundle, stream_html
 from ..responses import AgentResponse
 from ..tools import Tool
 from ..types import ToolResume
+from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .forms import InterruptForm
 
 __all__ = ["TurnView", "agent_tools"]
-
-_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def agent_tools(chat: Chat | None) -> dict[str, Tool]:
@@ -38,7 +37,7 @@ def agent_tools(chat: Chat | None) -> dict[str, Tool]:
     return {k: v for k, v in tools.items() if isinstance(v, Tool)}
 
 
-class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """The widget for one turn: forms for its interrupts, the continuation below.
 
     Args:
@@ -144,14 +143,8 @@ class TurnView(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type 
             form.reset()
 
     # -- display ---------------------------------------------------------------------------
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """The widget, with the static text and HTML as fallback (static mode: no widget)."""
-        bundle: dict[str, Any] = dict(response_bundle(self.response))
-        if not static_mode():
-            view = super()._repr_mimebundle_(**kwargs)
-            if _WIDGET_MIME in view:
-                bundle[_WIDGET_MIME] = view[_WIDGET_MIME]
-        return bundle
+    def _static_bundle(self) -> dict[str, Any]:
+        return dict(response_bundle(self.response))
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)})"

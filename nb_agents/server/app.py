@@ -2,7 +2,9 @@
 
 Per agent, relative to ``prefix``:
 
-* ``POST /{name}``: one turn. Body ``{"data": AgentInput, "init": AgentInit}``;
+* ``POST /{name}``: one turn. Body ``{"data": AgentInput, "init": AgentInit}``,
+  optionally ``"config"``: model settings for this call (an nb_agents extension;
+  only the keys in ``call_config_keys`` are accepted);
   streamed as SSE when the ``Accept`` header includes ``text/event-stream`` or
   the query has ``stream=true`` (see `nb_agents.server.turn`), else
   ``200 {"result": AgentOutput}``. Genkit FastAPI's ``?session_id=`` shortcut
@@ -20,7 +22,7 @@ request is bounded before it reaches an agent (`nb_agents.server.request`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,16 +33,34 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from ..agent import Agent
-from ..errors import NbAgentsError, NotFoundError
-from ..types import AgentInit, AgentInput
-from .errors import RequestError, error_response, redact
-from .request import count_parts, parse_envelope, read_body, validate
+from ..errors import NbAgentsError, NotFoundError, RequestError
+from ..types import AgentInit, AgentInput, CallOptions
+from .errors import error_response, redact
+from .request import call_config, count_parts, parse_envelope, read_body, validate
 from .turn import TurnResponse
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]
+__all__ = ["DEFAULT_CALL_CONFIG_KEYS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_PARTS = 4096
+DEFAULT_CALL_CONFIG_KEYS = frozenset(
+    {
+        "temperature",
+        "topP",
+        "top_p",
+        "topK",
+        "top_k",
+        "maxOutputTokens",
+        "max_output_tokens",
+        "maxTokens",
+        "max_tokens",
+        "stopSequences",
+        "stop_sequences",
+        "stop",
+    }
+)
+"""The model settings a client may set per call by default: Genkit's common generation keys."""
+_COMPANION_KEYS = ("data", "init")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 
@@ -51,6 +71,7 @@ def create_app(
     prefix: str = "",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_parts: int = DEFAULT_MAX_PARTS,
+    call_config_keys: Collection[str] | None = DEFAULT_CALL_CONFIG_KEYS,
     debug: bool = False,
 ) -> Starlette:
     """An ASGI app serving `agents` with Genkit's agent HTTP protocol.
@@ -62,6 +83,12 @@ def create_app(
         max_parts: The most parts one request may carry: its message, its
             resume answers and its client-managed state blob together (400
             beyond it).
+        call_config_keys: The model settings a request's ``config`` may set
+            for its turn (laid over the agent's config): by default the common
+            generation keys (temperature, topP, topK, maxOutputTokens,
+            stopSequences); None accepts any key, an empty collection none.
+            A provider passes keys it does not know through to its API, so
+            widen this only for clients you trust.
         debug: Send tracebacks of failed turns and server errors to clients.
             Leave it off for anything reachable by others.
 
@@ -119,7 +146,13 @@ def create_app(
     routes: list[BaseRoute] = [Route(base + "/", listing, methods=["GET"])]
     for agent in served:
         path = f"{base}/{agent.name}"
-        verbs = _AgentRoutes(agent, max_body_bytes=max_body_bytes, max_parts=max_parts, debug=debug)
+        verbs = _AgentRoutes(
+            agent,
+            max_body_bytes=max_body_bytes,
+            max_parts=max_parts,
+            config_keys=frozenset(call_config_keys) if call_config_keys is not None else None,
+            debug=debug,
+        )
         routes.append(Route(path, guarded(verbs.turn), methods=["POST"]))
         if agent.store is not None:
             routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
@@ -159,18 +192,29 @@ def _id_field(data: dict[str, Any], camel: str, snake: str) -> str | None:
 class _AgentRoutes:
     """The three POST endpoints of one agent."""
 
-    def __init__(self, agent: Agent, *, max_body_bytes: int, max_parts: int, debug: bool) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        max_body_bytes: int,
+        max_parts: int,
+        config_keys: frozenset[str] | None,
+        debug: bool,
+    ) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.max_parts = max_parts
+        self.config_keys = config_keys
         self.debug = debug
 
-    async def _data(self, request: Request) -> tuple[dict[str, Any], Any]:
-        body = parse_envelope(await read_body(request, self.max_body_bytes))
+    async def _data(
+        self, request: Request, keys: tuple[str, ...] = _COMPANION_KEYS
+    ) -> tuple[dict[str, Any], Any]:
+        body = parse_envelope(await read_body(request, self.max_body_bytes), keys=keys)
         return body, body["data"]
 
     async def turn(self, request: Request) -> ASGIApp:
-        body, data = await self._data(request)
+        body, data = await self._data(request, ("data", "init", "config"))
         parts = count_parts(body)
         if parts > self.max_parts:
             raise RequestError(
@@ -184,7 +228,10 @@ class _AgentRoutes:
         if query_session and not init.session_id:
             # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
             init = init.model_copy(update={"session_id": query_session})
-        return TurnResponse(self.agent, inp, init, streaming=_wants_stream(request), debug=self.debug)
+        options = CallOptions(config=call_config(body, self.config_keys))
+        return TurnResponse(
+            self.agent, inp, init, options=options, streaming=_wants_stream(request), debug=self.debug
+        )
 
     async def get_snapshot(self, request: Request) -> ASGIApp:
         _, data = await self._data(request)

@@ -2,11 +2,11 @@
 
 A thrown error (init misuse, a bad request, an unknown snapshot) answers with the
 HTTP code of its Genkit status and the body ``{"status", "message"}``, the shape
-Genkit's express handler sends. The codes are Genkit's (the canonical gRPC to
-HTTP table): 400 for ``INVALID_ARGUMENT`` and ``FAILED_PRECONDITION``, 403 for
-``PERMISSION_DENIED``, 404 for ``NOT_FOUND``, 500 for ``INTERNAL`` and anything
-unknown. A failed *turn* is not an error here: it is a 200 with finish reason
-``failed``.
+Genkit's express handler sends. The codes are Genkit's, from the one table in
+`nb_agents.errors` (`HTTP_STATUS`), which the client reads back too: 400 for
+``INVALID_ARGUMENT`` and ``FAILED_PRECONDITION``, 403 for ``PERMISSION_DENIED``,
+404 for ``NOT_FOUND``, 500 for ``INTERNAL`` and anything unknown. A failed
+*turn* is not an error here: it is a 200 with finish reason ``failed``.
 
 Tracebacks stay on the server: `redact` drops ``details.traceback`` from every
 error that goes out, unless the app was created with ``debug=True``.
@@ -19,51 +19,11 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from ..errors import NbAgentsError
+from ..errors import HTTP_STATUS, NbAgentsError, RequestError, http_status
 
 __all__ = ["HTTP_STATUS", "RequestError", "error_body", "error_response", "http_status", "redact"]
 
 log = logging.getLogger("nb_agents.server")
-
-HTTP_STATUS: dict[str, int] = {
-    "CANCELLED": 499,
-    "UNKNOWN": 500,
-    "INVALID_ARGUMENT": 400,
-    "DEADLINE_EXCEEDED": 504,
-    "NOT_FOUND": 404,
-    "ALREADY_EXISTS": 409,
-    "PERMISSION_DENIED": 403,
-    "UNAUTHENTICATED": 401,
-    "RESOURCE_EXHAUSTED": 429,
-    "FAILED_PRECONDITION": 400,
-    "ABORTED": 409,
-    "OUT_OF_RANGE": 400,
-    "UNIMPLEMENTED": 501,
-    "INTERNAL": 500,
-    "UNAVAILABLE": 503,
-    "DATA_LOSS": 500,
-}
-"""Genkit status name -> HTTP status code."""
-
-
-def http_status(status: str | None) -> int:
-    """The HTTP code for a Genkit status name (500 when unknown)."""
-    return HTTP_STATUS.get(status or "", 500)
-
-
-class RequestError(NbAgentsError):
-    """A request rejected before it reached an agent (too big, bad JSON, bad shape).
-
-    Attributes:
-        http_code: The HTTP status to answer with, when it is not the one the
-            Genkit status implies (413 for a body over the size limit).
-    """
-
-    def __init__(
-        self, message: str, *, status: str = "INVALID_ARGUMENT", http_code: int | None = None
-    ) -> None:
-        super().__init__(message, status=status)
-        self.http_code = http_code if http_code is not None else http_status(status)
 
 
 def redact(wire: dict[str, Any], *, debug: bool) -> dict[str, Any]:

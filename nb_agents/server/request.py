@@ -8,7 +8,7 @@ error naming what was wrong:
   read whole;
 * the body is not a JSON object: 400 ``INVALID_ARGUMENT`` with the parser's
   position;
-* a top-level key other than ``data`` and ``init``: 400;
+* a top-level key other than ``data``, ``init`` and ``config``: 400;
 * more than ``max_parts`` parts (the input message's content, the resume
   answers, and the parts of a client-managed state blob, counted together): 400;
 * a value that does not validate against the wire model: 400 naming the fields.
@@ -23,13 +23,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from .errors import RequestError
+from ..errors import RequestError
 
-__all__ = ["ENVELOPE_KEYS", "count_parts", "parse_envelope", "read_body", "validate"]
+__all__ = ["ENVELOPE_KEYS", "call_config", "count_parts", "parse_envelope", "read_body", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
-ENVELOPE_KEYS = ("data", "init")
+ENVELOPE_KEYS = ("data", "init", "config")
 _SHOWN_ERRORS = 5
 
 
@@ -63,8 +63,10 @@ def _too_large(limit: int, got: str) -> RequestError:
     )
 
 
-def parse_envelope(raw: bytes, *, required: Iterable[str] = ("data",)) -> dict[str, Any]:
-    """Parse ``{"data": ..., "init": ...}``; any other top-level key is an error."""
+def parse_envelope(
+    raw: bytes, *, required: Iterable[str] = ("data",), keys: Iterable[str] = ENVELOPE_KEYS
+) -> dict[str, Any]:
+    """Parse ``{"data": ..., "init": ..., "config": ...}``; a top-level key not in `keys` is an error."""
     if not raw.strip():
         raise RequestError('the request body is empty; send a JSON object like {"data": {...}, "init": {}}')
     try:
@@ -79,10 +81,12 @@ def parse_envelope(raw: bytes, *, required: Iterable[str] = ("data",)) -> dict[s
         raise RequestError("the request body is not valid JSON: it is nested too deeply") from None
     if not isinstance(body, dict):
         raise RequestError(f"the request body must be a JSON object, got {_json_kind(body)}")
-    unknown = sorted(k for k in body if k not in ENVELOPE_KEYS)
+    known = tuple(keys)
+    unknown = sorted(k for k in body if k not in known)
     if unknown:
         names = ", ".join(repr(k) for k in unknown)
-        raise RequestError(f"unknown top-level field(s) {names}; a request body has only 'data' and 'init'")
+        fields = ", ".join(repr(k) for k in known)
+        raise RequestError(f"unknown top-level field(s) {names}; this request body takes only {fields}")
     missing = [k for k in required if k not in body]
     if missing:
         raise RequestError(f"the request body has no {missing[0]!r} field")
@@ -139,3 +143,25 @@ def _location(where: str, loc: tuple[int | str, ...]) -> str:
     for step in loc:
         out += f"[{step}]" if isinstance(step, int) else f".{step}"
     return out
+
+
+def call_config(body: dict[str, Any], allowed: frozenset[str] | None) -> dict[str, Any] | None:
+    """The request's ``config`` (per-call model settings), checked against the keys allowed.
+
+    `allowed` None takes any key; an empty set refuses every ``config``.
+    """
+    config = body.get("config")
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise RequestError(f"'config' must be a JSON object of model settings, got {_json_kind(config)}")
+    if allowed is not None:
+        refused = sorted(k for k in config if k not in allowed)
+        if refused:
+            names = ", ".join(repr(k) for k in refused[:_SHOWN_ERRORS])
+            accepted = ", ".join(sorted(allowed)) or "none"
+            raise RequestError(
+                f"'config' sets {names}, which this server does not let clients set "
+                f"(accepted: {accepted}; create_app(call_config_keys=...))"
+            )
+    return config

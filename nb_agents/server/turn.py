@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from .._sync import Signal
 from ..errors import NbAgentsError
-from ..session import Signal
-from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk
+from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, CallOptions
 from .errors import error_body, error_response, redact
 
 if TYPE_CHECKING:
+    from .._engine import Invocation
     from ..agent import Agent
-    from ..runner import Invocation
 
 __all__ = ["SSE_HEADERS", "TurnResponse", "frame"]
 
@@ -67,16 +67,25 @@ class TurnResponse:
         agent: The local agent to run.
         inp: The request's ``data``.
         init: The request's ``init``.
+        options: The call's options (the request's ``config``, its context).
         streaming: Answer with SSE frames (else one JSON body).
         debug: Keep tracebacks in what the client sees.
     """
 
     def __init__(
-        self, agent: Agent, inp: AgentInput, init: AgentInit, *, streaming: bool, debug: bool = False
+        self,
+        agent: Agent,
+        inp: AgentInput,
+        init: AgentInit,
+        *,
+        options: CallOptions | None = None,
+        streaming: bool,
+        debug: bool = False,
     ) -> None:
         self.agent = agent
         self.inp = inp
         self.init = init
+        self.options = options if options is not None else CallOptions()
         self.streaming = streaming
         self.debug = debug
 
@@ -92,7 +101,7 @@ class TurnResponse:
         async def on_chunk(chunk: AgentStreamChunk) -> None:
             chunks.put_nowait(chunk)
 
-        inv = self.agent.start(self.init, on_chunk=on_chunk, abort_signal=abort)
+        inv = self.agent.start(self.init, options=self.options, on_chunk=on_chunk, abort_signal=abort)
         try:
             inv.send(self.inp)
         except NbAgentsError as exc:

@@ -355,8 +355,8 @@ class RemoteLike:
         self.name = agent.name
         self._agent = agent
 
-    async def _invoke(self, inp: Any, init: Any, **kw: Any) -> Any:
-        return await self._agent._invoke(inp, init, **kw)
+    async def invoke(self, inp: Any, init: Any, **kw: Any) -> Any:
+        return await self._agent.invoke(inp, init, **kw)
 
     async def get_snapshot(self, snapshot_id: str | None = None, *, session_id: str | None = None) -> Any:
         return await self._agent.get_snapshot(snapshot_id, session_id=session_id)

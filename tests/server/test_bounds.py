@@ -96,9 +96,10 @@ async def test_unknown_top_level_fields_are_400(bounded, verb: str) -> None:
     url, store, calls = bounded
     res = await send(url + verb, json={"data": HELLO, "init": {}, "input": {}, "extra": 1})
     assert res.status_code == 400
+    fields = "'data', 'init', 'config'" if verb == "" else "'data', 'init'"
     assert res.json() == {
         "status": "INVALID_ARGUMENT",
-        "message": "unknown top-level field(s) 'extra', 'input'; a request body has only 'data' and 'init'",
+        "message": f"unknown top-level field(s) 'extra', 'input'; this request body takes only {fields}",
     }
     res = await send(url + verb, json={"init": {}})
     assert res.status_code == 400 and res.json()["message"] == "the request body has no 'data' field"

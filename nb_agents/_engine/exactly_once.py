@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 
-from .stores.base import ResumeClaim, SessionStore
-from .types import SessionSnapshot
+from ..stores.base import ResumeClaim, SessionStore
+from ..types import SessionSnapshot
 
 __all__ = ["claim_resume"]
 

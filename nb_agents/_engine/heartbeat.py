@@ -14,9 +14,9 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from .session import Signal
-from .stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
-from .types import SessionSnapshot
+from .._sync import Signal
+from ..stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
+from ..types import SessionSnapshot
 
 __all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
 

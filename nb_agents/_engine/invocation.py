@@ -12,32 +12,35 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import FailedPreconditionError, NbAgentsError, error_info
-from .exactly_once import claim_resume
-from .heartbeat import keep_alive, pending_row, spawn, watch_event
-from .loading import PreTurnFailureError, load_session
-from .resume import resume_digest
-from .session import ChunkSink, Session, Signal, TurnContext, as_message, last_model
-from .stores.base import AuditRecord, SessionStore, audit_records, now_iso
-from .types import (
+from .._sync import Signal
+from ..errors import FailedPreconditionError, NbAgentsError
+from ..session import ChunkSink, Session, TurnContext, as_message, last_model
+from ..stores.base import AuditRecord, SessionStore, audit_records, now_iso
+from ..types import (
     AgentErrorInfo,
     AgentInit,
     AgentInput,
     AgentOutput,
     AgentStreamChunk,
+    CallOptions,
     FinishReason,
     Message,
     SessionSnapshot,
     SessionState,
     TurnEnd,
+    error_info,
 )
+from .exactly_once import claim_resume
+from .heartbeat import keep_alive, pending_row, spawn, watch_event
+from .loading import PreTurnFailureError, load_session
+from .resume import resume_digest
+from .spec import AgentSpec
 
-if TYPE_CHECKING:
-    from .agent import Agent
+__all__ = ["Invocation", "invoke"]
 
-__all__ = ["Invocation"]
+_NO_OPTIONS = CallOptions()
 
 REPLAY_TIMEOUT = 60.0
 
@@ -47,16 +50,18 @@ class Invocation:
 
     def __init__(
         self,
-        agent: Agent,
+        spec: AgentSpec,
         init: AgentInit,
         *,
+        options: CallOptions = _NO_OPTIONS,
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
         start: bool = True,
     ) -> None:
-        self.agent = agent
-        self.store: SessionStore | None = agent.store
+        self.spec = spec
+        self.store: SessionStore | None = spec.store
         self.init = init
+        self.options = options
         self._on_chunk = on_chunk
         self._abort = Signal()
         self._event_watcher: asyncio.Task[None] | None = None
@@ -138,7 +143,7 @@ class Invocation:
     async def _main(self) -> None:
         try:
             try:
-                self.session, self.parent_id = await load_session(self.agent, self.init)
+                self.session, self.parent_id = await load_session(self.spec, self.init)
             except PreTurnFailureError as f:
                 self._settle(AgentOutput(finish_reason="failed", error=error_info(f.error)))
                 return
@@ -185,7 +190,9 @@ class Invocation:
         if self.store is not None:
             out.snapshot_id = snapshot_id if snapshot_id is not None else self.parent_id
         else:
-            out.state = self.agent.sign_state(state if state is not None else session.state())
+            out.state = state if state is not None else session.state()
+            if self.spec.signer is not None:
+                out.state = self.spec.signer.sign(out.state)
         return out
 
     # -- one turn ---------------------------------------------------------------
@@ -196,7 +203,7 @@ class Invocation:
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
         self._current_input = inp
-        validate = getattr(self.agent.handler, "validate_input", None)
+        validate = self.spec.validate_input
         if validate is not None:
             try:
                 validate(inp, session)
@@ -222,11 +229,12 @@ class Invocation:
             snapshot_id=snapshot_id,
             parent_snapshot_id=parent_id,
             turn_index=turn_index,
+            options=self.options,
         )
         if inp.detach or self._detach_requested.is_set():
             # the pending row exists before the turn starts, and nothing it emits is streamed
             await self._go_detached(snapshot_id, parent_id)
-        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(self.agent.handler(inp, ctx))
+        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(self.spec.handler(inp, ctx))
         aborted = await self._wait_turn(task, snapshot_id, parent_id)
         if aborted:
             return await self._finish_aborted(inp, snapshot_id, parent_id, before)
@@ -406,3 +414,18 @@ class Invocation:
             pending = pending_row(snapshot_id, self.session.session_id, parent_id)
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
+
+
+async def invoke(
+    spec: AgentSpec,
+    inp: AgentInput,
+    init: AgentInit,
+    *,
+    options: CallOptions = _NO_OPTIONS,
+    on_chunk: ChunkSink | None = None,
+    abort_signal: asyncio.Event | None = None,
+) -> AgentOutput:
+    """Run one input as a one-shot invocation, in the caller's task."""
+    inv = Invocation(spec, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal, start=False)
+    inv.send(inp)
+    return await inv.run_inline()

@@ -19,24 +19,17 @@ nothing and the same interrupt can be answered again.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import FailedPreconditionError, InvalidArgumentError
-from .tools import Tool
-from .types import Message, Part, ToolResume
+from .._json import canonical
+from ..errors import FailedPreconditionError, InvalidArgumentError
+from ..interrupts import held_for_approval
+from ..tools import Tool
+from ..types import Message, Part, ToolResume
 
-__all__ = ["APPROVAL_PREFIX", "canonical", "resume_digest", "validate_resume"]
-
-APPROVAL_PREFIX = "Tool not in approved list:"
-
-
-def canonical(value: Any) -> str:
-    """Normalized JSON text, for comparing and hashing values."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+__all__ = ["resume_digest", "validate_resume"]
 
 
 def resume_digest(resume: ToolResume) -> str:
@@ -55,11 +48,6 @@ def _ref(ref: str | None) -> str:
 
 def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
-
-
-def _held_for_approval(part: Part) -> bool:
-    data = (part.metadata or {}).get("interrupt")
-    return isinstance(data, dict) and str(data.get("message", "")).startswith(APPROVAL_PREFIX)
 
 
 def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool]) -> None:
@@ -156,7 +144,7 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
         tool = tools.get(resp.name)
         # a call held for approval that the human denies never ran: the answer tells the
         # model so, it is not the tool's output, so the output schema does not apply
-        if tool is not None and not _held_for_approval(original):
+        if tool is not None and not held_for_approval(original):
             try:
                 tool.check_output(resp.output)
             except ValidationError as exc:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from .errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
-from .session import Session
-from .stores.base import SessionStore
-from .types import AgentInit, SessionSnapshot
+from ..errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
+from ..session import Session
+from ..types import AgentInit, SessionSnapshot
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from ..stores.base import SessionStore
+    from .spec import AgentSpec
 
 __all__ = ["RESUMABLE_STATUSES", "PreTurnFailureError", "load_session", "resumable", "walk_back"]
 
@@ -38,14 +38,14 @@ class PreTurnFailureError(Exception):
         self.error = error
 
 
-async def load_session(agent: Agent, init: AgentInit) -> tuple[Session, str | None]:
+async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str | None]:
     """The session an invocation starts from, and the snapshot it continues.
 
     Raises the misuse errors (thrown, as in Genkit) directly, and wraps the
     pre-turn failures (an unknown or unresumable snapshot, answered as a
     graceful ``failed`` output) in `PreTurnFailureError`.
     """
-    store, name = agent.store, agent.name
+    store, name = spec.store, spec.name
     if init.state is not None and store is not None:
         raise FailedPreconditionError(
             f"Cannot send 'state' to agent '{name}': this agent uses a server-managed store. "
@@ -63,7 +63,8 @@ async def load_session(agent: Agent, init: AgentInit) -> tuple[Session, str | No
         state = init.state
         if state is None:
             return Session(str(uuid.uuid4())), None
-        state = agent.verify_state(state)
+        if spec.signer is not None:
+            state = spec.signer.verify(state, name)
         return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
     if init.snapshot_id:
         snap = await store.get_snapshot(init.snapshot_id)

@@ -1,0 +1,108 @@
+"""How results display: the registry every ``_repr_mimebundle_`` goes through.
+
+Rendering sits above the values it renders (`nb_agents.render` turns them into
+text and escaped HTML, `nb_agents.notebook` into widgets), so the values cannot
+import their renderers. Each ``_repr_mimebundle_`` calls `bundle`, which finds
+what is registered for the value's type:
+
+* *static* renderers (text and HTML), registered by `nb_agents.render`, which
+  ``import nb_agents`` loads;
+* *live* renderers (widgets), used only in a running IPython kernel outside
+  static mode. They come from plugins: every entry point of the group
+  ``nb_agents.display`` is loaded on the first live display and registers its
+  renderers (nb_agents' own plugin is `nb_agents.notebook`'s forms). A plugin that
+  fails to load is logged and the static rendering is shown.
+
+Static mode (``NB_AGENTS_STATIC=1``) makes output deterministic, for stored
+notebook outputs compared under nbval: no widgets, no ids, no timestamps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ENTRY_POINT_GROUP", "STATIC_ENV", "bundle", "live_kernel", "register", "static_mode"]
+
+STATIC_ENV = "NB_AGENTS_STATIC"
+"""The environment variable that turns static (deterministic) rendering on."""
+
+ENTRY_POINT_GROUP = "nb_agents.display"
+"""The entry point group of live-display plugins (each a function that calls `register`)."""
+
+Renderer = Callable[[Any], dict[str, Any] | None]
+
+_STATIC: dict[type, Renderer] = {}
+_LIVE: dict[type, Renderer] = {}
+_plugins_loaded = False
+log = logging.getLogger("nb_agents.display")
+
+
+def register(cls: type, *, static: Renderer | None = None, live: Renderer | None = None) -> None:
+    """Register how values of `cls` (and its subclasses) display.
+
+    A live renderer may return None to fall back to the static one (a value
+    that has nothing interactive to show).
+    """
+    if static is not None:
+        _STATIC[cls] = static
+    if live is not None:
+        _LIVE[cls] = live
+
+
+def static_mode() -> bool:
+    """True when ``NB_AGENTS_STATIC`` is set to anything but ``""``/``0``/``false``/``no``.
+
+    Example:
+        >>> import os; os.environ["NB_AGENTS_STATIC"] = "1"; static_mode()
+        True
+        >>> del os.environ["NB_AGENTS_STATIC"]
+    """
+    return os.environ.get(STATIC_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def live_kernel() -> bool:
+    """True when results may display as widgets: static mode is off and an IPython kernel runs."""
+    if static_mode():
+        return False
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()()
+        except Exception:
+            log.warning("the nb_agents display plugin %r failed to load", ep.value, exc_info=True)
+
+
+def _find(table: dict[type, Renderer], cls: type) -> Renderer | None:
+    for base in cls.__mro__:
+        fn = table.get(base)
+        if fn is not None:
+            return fn
+    return None
+
+
+def bundle(value: Any) -> dict[str, Any]:
+    """The MIME bundle for `value`: its live rendering in a kernel, else its static one."""
+    if live_kernel():
+        _load_plugins()
+        live = _find(_LIVE, type(value))
+        out = live(value) if live is not None else None
+        if out is not None:
+            return out
+    static = _find(_STATIC, type(value))
+    out = static(value) if static is not None else None
+    return out if out is not None else {"text/plain": repr(value)}

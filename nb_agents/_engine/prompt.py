@@ -1,0 +1,184 @@
+"""The prompt agent's turn: model calls, tool rounds, pauses and resumes.
+
+One turn = (resolve the resume, if any) then loop: call the model; if it asks
+for tools, run them all (`ToolRunner`); if any tool paused, the model message
+is rewritten with the pause marks, the synthetic ``role: tool`` chunk is
+emitted and the turn ends ``interrupted``; otherwise the tool message is
+appended and the model called again. The history list is extended, never
+copied per step, and messages already in it are never re-validated.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from ..errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError
+from ..middleware import Middleware
+from ..models.base import Model, resolve_model
+from ..session import Session, TurnContext
+from ..tools import Tool
+from ..types import (
+    AgentInput,
+    AgentStreamChunk,
+    GenerateRequest,
+    GenerateResponse,
+    Message,
+    ModelResponseChunk,
+    Part,
+)
+from .resume import validate_resume
+from .tool_round import Paused, ToolRunner, mark_paused, tool_response
+
+__all__ = ["PromptTurn", "merged_config"]
+
+ModelCall = Callable[[GenerateRequest], Awaitable[GenerateResponse]]
+_MODEL_REASONS = {"stop", "length", "blocked", "interrupted", "other", "unknown"}
+
+
+def merged_config(agent_config: Any, call_config: dict[str, Any] | None) -> Any:
+    """The agent's model config with the per-call keys laid over it."""
+    if not call_config:
+        return agent_config
+    return {**(agent_config or {}), **call_config}
+
+
+class PromptTurn:
+    """The turn handler behind `define_agent`: a model with tools."""
+
+    def __init__(
+        self,
+        *,
+        model: str | Model,
+        system: str | None,
+        tools: Sequence[Tool],
+        use: Sequence[Middleware],
+        config: Any,
+        max_turns: int,
+    ) -> None:
+        self._model_spec = model
+        self._model: Model | None = None
+        self.system = system
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self.tools:
+                raise ValueError(f"two tools are named '{t.name}'")
+            self.tools[t.name] = t
+        self.use = list(use)
+        self.config = config
+        self.max_turns = max_turns
+        self._runner = ToolRunner(self.tools, self.use)
+        self._model_wrappers = [mw for mw in self.use if type(mw).wrap_model is not Middleware.wrap_model]
+        self._definitions = [t.definition() for t in self.tools.values()]
+        self._preamble = (
+            [Message(role="system", content=[Part(text=system)], metadata={"preamble": True})]
+            if system
+            else []
+        )
+
+    @property
+    def model(self) -> Model:
+        if self._model is None:
+            self._model = resolve_model(self._model_spec)
+        return self._model
+
+    def validate_input(self, inp: AgentInput, session: Session) -> None:
+        """Reject what can never run; called before the turn claims anything."""
+        if inp.message is None and inp.resume is None:
+            raise InvalidArgumentError("agent input message or resume is required")
+        if inp.message is not None:
+            msg = inp.message
+            if msg.role != "user" or any(p.tool_request or p.tool_response for p in msg.content):
+                raise InvalidArgumentError(
+                    "agent input message must be a user message without toolRequest or toolResponse "
+                    "parts; to answer an interrupt, use AgentInput.resume instead"
+                )
+        if inp.resume is not None:
+            validate_resume(inp.resume, session.messages, self.tools)
+
+    async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
+        messages = ctx.session.messages  # the invocation already appended the user message
+        index = 0
+        if inp.resume is not None:
+            # the invocation has validated the answers (before claiming the snapshot)
+            paused, tool_msg, model_msg = await self._runner.resume(inp.resume, messages[-1], ctx)
+            messages[-1] = model_msg
+            if paused:
+                return await self._pause(ctx, model_msg)
+            assert tool_msg is not None
+            messages.append(tool_msg)
+            await ctx.send_chunk(ModelResponseChunk(role="tool", index=index, content=tool_msg.content))
+            index += 1
+        for _ in range(self.max_turns):
+            response = await self._call_model(messages, ctx, index)
+            msg = response.resolved_message()
+            if msg is None:
+                raise InternalError(f"model '{self.model.name}' returned no message")
+            requests = msg.tool_requests
+            if not requests:
+                messages.append(msg)
+                reason = response.resolved_finish_reason()
+                ctx.finish_reason = reason if reason in _MODEL_REASONS else "other"  # type: ignore[assignment]
+                return msg
+            outcomes = await self._runner.run(requests, ctx, restarted=False)
+            if any(isinstance(o, Paused) for o in outcomes):
+                paused_msg = mark_paused(msg, requests, dict(enumerate(outcomes)))
+                messages.append(paused_msg)
+                return await self._pause(ctx, paused_msg)
+            tool_msg = Message(
+                role="tool",
+                content=[tool_response(p, o.output) for p, o in zip(requests, outcomes, strict=True)],  # type: ignore[union-attr]
+            )
+            messages.append(msg)
+            messages.append(tool_msg)
+            index += 1
+            await ctx.send_chunk(ModelResponseChunk(role="tool", index=index, content=tool_msg.content))
+            index += 1
+        raise FailedPreconditionError(
+            f"Exceeded maximum tool call iterations ({self.max_turns}); raise max_turns= on the agent "
+            "if the model legitimately needs more tool rounds."
+        )
+
+    async def _pause(self, ctx: TurnContext, msg: Message) -> Message:
+        """End the turn paused: Genkit's synthetic ``role: tool`` chunk with every request."""
+        await ctx.send_chunk(ModelResponseChunk(role="tool", content=msg.tool_requests))
+        ctx.finish_reason = "interrupted"
+        return msg
+
+    async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
+        model = self.model
+        request = GenerateRequest.model_construct(
+            messages=[*self._preamble, *messages],
+            config=merged_config(self.config, ctx.config),
+            tools=self._definitions,
+            tool_choice=None,
+            output=None,
+        )
+
+        async def on_chunk(chunk: ModelResponseChunk) -> None:
+            if chunk.index is None or chunk.role is None:
+                chunk = chunk.model_copy(
+                    update={
+                        "index": index if chunk.index is None else chunk.index,
+                        "role": chunk.role or "model",
+                    }
+                )
+            await ctx.send_chunk(AgentStreamChunk(model_chunk=chunk))
+
+        call: ModelCall = lambda req: model.generate(req, on_chunk)  # noqa: E731
+        for mw in reversed(self._model_wrappers):
+            call = _bind(mw, call)
+        try:
+            return await call(request)
+        except NbAgentsError:
+            raise
+        except Exception as exc:
+            raise InternalError(
+                f"model '{model.name}' failed: {exc}",
+                details={"traceback": traceback.format_exc()},
+            ) from exc
+
+
+def _bind(mw: Middleware, nxt: ModelCall) -> ModelCall:
+    return lambda req: mw.wrap_model(req, nxt)

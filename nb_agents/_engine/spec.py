@@ -1,0 +1,46 @@
+"""`AgentSpec`: everything the engine needs to know of an agent, as plain data.
+
+The facades (`nb_agents.Agent`, the server) build one; the engine reads only
+this, so it never reaches back into them. A handler's tools and its input
+check are declared here explicitly, not discovered on the handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..session import Session, TurnHandler
+from ..tools import Tool
+from ..types import AgentInput
+
+if TYPE_CHECKING:
+    from ..stores.base import SessionStore
+    from .signing import StateSigner
+
+__all__ = ["AgentSpec", "InputCheck"]
+
+InputCheck = Callable[[AgentInput, Session], None]
+"""Rejects an input that can never run (raises an `NbAgentsError`) before anything is claimed."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """An agent as the engine sees it.
+
+    Attributes:
+        name: The agent's name (in error messages).
+        handler: Runs one turn.
+        store: Where snapshots live; None for client-managed state.
+        signer: Signs and checks client-managed state; None to leave it unsigned.
+        tools: The handler's tools by name (what a resume may restart).
+        validate_input: The handler's check of an input, run before any claim.
+    """
+
+    name: str
+    handler: TurnHandler
+    store: SessionStore | None = None
+    signer: StateSigner | None = None
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+    validate_input: InputCheck | None = None

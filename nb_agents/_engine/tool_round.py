@@ -1,0 +1,213 @@
+"""Tool rounds of a prompt turn: running the calls, pausing, and resuming a paused round.
+
+`ToolRunner.run` runs a model message's tool requests at once, each through the
+middleware chain. If any call paused (raised `Interrupt`), `mark_paused` rewrites
+the model message: ``metadata.interrupt`` on the paused calls, the output of each
+finished sibling kept as ``metadata.pendingOutput``. `ToolRunner.resume` applies a
+validated answer to such a message: responds supply outputs, restarts run the
+tool again (which may pause again), kept outputs are reused, and the rewritten
+message (``resolvedInterrupt``) and the tool message (``metadata.resumed``) come
+back, as Genkit builds them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InternalError, NbAgentsError
+from ..interrupts import Interrupt
+from ..middleware import Middleware
+from ..session import TurnContext
+from ..tools import Tool, ToolContext, ToolFail
+from ..types import Message, Part, ToolResponse, ToolResume
+
+__all__ = ["Done", "Paused", "ToolRunner", "mark_paused", "tool_response"]
+
+ToolCall = Callable[[Any, ToolContext], Awaitable[Any]]
+
+
+@dataclass(slots=True)
+class Done:
+    output: Any
+
+
+@dataclass(slots=True)
+class Paused:
+    data: dict[str, Any] | None
+
+
+Outcome = Done | Paused
+
+
+def _chain(use: Sequence[Middleware], last: ToolCall) -> ToolCall:
+    call = last
+    for mw in reversed(use):
+        if type(mw).wrap_tool is Middleware.wrap_tool:
+            continue  # a pass-through hook would only add a call per tool call
+
+        def bound(inp: Any, tctx: ToolContext, mw: Middleware = mw, nxt: ToolCall = call) -> Awaitable[Any]:
+            return mw.wrap_tool(inp, tctx, nxt)
+
+        call = bound
+    return call
+
+
+class ToolRunner:
+    """The tools of one agent, each wrapped once in its middleware chain."""
+
+    def __init__(self, tools: Mapping[str, Tool], use: Sequence[Middleware]) -> None:
+        self.tools = tools
+        self._calls = {name: _chain(use, tool.invoke) for name, tool in tools.items()}
+
+    async def _one(self, part: Part, turn: TurnContext, restarted: bool) -> Outcome:
+        tr = part.tool_request
+        assert tr is not None
+        meta = part.metadata or {}
+        tctx = ToolContext(
+            name=tr.name,
+            ref=tr.ref,
+            resumed=meta.get("resumed") if restarted else None,
+            original_input=meta.get("replacedInput", tr.input),
+            metadata=meta,
+            session=turn.session,
+            context=turn.context,
+        )
+        call = self._calls.get(tr.name)
+        try:
+            if call is None:
+                available = ", ".join(self.tools) or "none"
+                raise ToolFail(f"Tool '{tr.name}' is not available (available tools: {available}).")
+            return Done(await call(tr.input, tctx))
+        except Interrupt as sig:
+            return Paused(sig.data)
+        except ToolFail as fail:
+            return Done({"error": fail.message})
+        except NbAgentsError:
+            raise
+        except Exception as exc:
+            raise InternalError(
+                f"Tool '{tr.name}' failed: {type(exc).__name__}: {exc}",
+                details={"tool": tr.name, "ref": tr.ref, "traceback": traceback.format_exc()},
+            ) from exc
+
+    async def run(self, requests: Sequence[Part], turn: TurnContext, *, restarted: bool) -> list[Outcome]:
+        """Run the requests at once, outcomes in their order.
+
+        With `restarted`, the parts are restart parts: their ``resumed`` and
+        ``replacedInput`` metadata reach the tool's context.
+        """
+        if len(requests) == 1:  # the common case: no tasks to gather
+            return [await self._one(requests[0], turn, restarted)]
+        results = await asyncio.gather(
+            *(self._one(p, turn, restarted) for p in requests), return_exceptions=True
+        )
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+        return results  # type: ignore[return-value]  # no exceptions left
+
+    async def resume(
+        self, resume: ToolResume, model_msg: Message, turn: TurnContext
+    ) -> tuple[bool, Message | None, Message]:
+        """Apply validated answers to the latest model message.
+
+        Returns (paused again?, the tool message, the rewritten model message).
+        """
+        responds = {(p.tool_response.name, p.tool_response.ref): p for p in resume.respond if p.tool_response}
+        restarts = {(p.tool_request.name, p.tool_request.ref): p for p in resume.restart if p.tool_request}
+        requests = list(model_msg.tool_requests)
+        outcomes: dict[int, Outcome] = {}
+        source: dict[int, str] = {}
+        to_run: list[Part] = []
+        run_at: list[int] = []
+        for i, part in enumerate(requests):
+            assert part.tool_request is not None
+            key = (part.tool_request.name, part.tool_request.ref)
+            meta = part.metadata or {}
+            if key in responds:
+                outcomes[i] = Done(responds[key].tool_response.output)  # type: ignore[union-attr]
+                source[i] = "respond"
+            elif key in restarts:
+                restart = restarts[key]
+                rmeta = restart.metadata or {}
+                if "replacedInput" in rmeta:
+                    requests[i] = part.model_copy(
+                        update={"tool_request": restart.tool_request}
+                    ).with_metadata(replacedInput=rmeta["replacedInput"])
+                to_run.append(restart)
+                run_at.append(i)
+                source[i] = "restart"
+            elif "pendingOutput" in meta:
+                outcomes[i] = Done(meta["pendingOutput"])
+                source[i] = "pending"
+        if to_run:
+            for i, outcome in zip(run_at, await self.run(to_run, turn, restarted=True), strict=True):
+                outcomes[i] = outcome
+        if any(isinstance(o, Paused) for o in outcomes.values()):
+            return True, None, mark_paused(model_msg, requests, outcomes)
+        responses: list[Part] = []
+        resolved: list[Part] = []
+        for i, part in enumerate(requests):
+            assert part.tool_request is not None
+            out = outcomes[i]
+            assert isinstance(out, Done)
+            if source[i] == "respond":
+                tr = part.tool_request
+                responses.append(responds[(tr.name, tr.ref)])
+            elif source[i] == "pending":
+                responses.append(tool_response(part, out.output, {"source": "pending"}))
+            else:
+                responses.append(tool_response(part, out.output))
+            if source[i] == "pending":
+                resolved.append(part.with_metadata(pendingOutput=None))
+            else:
+                interrupt = (part.metadata or {}).get("interrupt", True)
+                resolved.append(
+                    part.with_metadata(interrupt=None, pendingOutput=None, resolvedInterrupt=interrupt)
+                )
+        tool_msg = Message(
+            role="tool",
+            content=responses,
+            metadata={"resumed": resume.metadata if resume.metadata is not None else True},
+        )
+        return False, tool_msg, _replace_requests(model_msg, resolved)
+
+
+def tool_response(request: Part, output: Any, metadata: dict[str, Any] | None = None) -> Part:
+    """The ``toolResponse`` part answering `request` with `output`."""
+    tr = request.tool_request
+    assert tr is not None
+    return Part(tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=output), metadata=metadata)
+
+
+def _replace_requests(msg: Message, requests: Sequence[Part]) -> Message:
+    """`msg` with its tool-request parts replaced, in order, by `requests`."""
+    it = iter(requests)
+    content = [next(it) if p.tool_request is not None else p for p in msg.content]
+    return msg.model_copy(update={"content": content})
+
+
+def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, Outcome]) -> Message:
+    """The model message with paused calls marked and finished ones stashed."""
+    marked: list[Part] = []
+    for i, part in enumerate(requests):
+        out = outcomes.get(i)
+        if isinstance(out, Paused):
+            marked.append(
+                part.with_metadata(
+                    interrupt=out.data if out.data is not None else True,
+                    resolvedInterrupt=None,
+                    pendingOutput=None,
+                )
+            )
+        elif isinstance(out, Done):
+            # a None output is stashed as {} so that the key survives JSON round-trips
+            stash = out.output if out.output is not None else {}
+            marked.append(part.with_metadata(pendingOutput=stash, interrupt=None, resolvedInterrupt=None))
+        else:
+            marked.append(part)
+    return _replace_requests(msg, marked)

@@ -1,0 +1,119 @@
+"""`BaseAgent`: the verbs every agent has, local or remote, on top of `AgentEndpoint`.
+
+A subclass supplies the three verbs of the `AgentEndpoint` protocol (``invoke``
+one input, ``get_snapshot``, ``abort``); this base adds what is the same for
+all of them: ``chat()``, the Go-shaped ``run`` / ``run_text``, and the ``_sync``
+twins. `nb_agents.Agent` runs turns in this process, `nb_agents.RemoteAgent`
+over HTTP; both are `BaseAgent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ._sync import twin
+from .chat import Chat, InputLike, as_input, call_options, make_init
+from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
+
+__all__ = ["BaseAgent"]
+
+
+class BaseAgent:
+    """The shared verbs of local and remote agents (see the module docstring).
+
+    Attributes:
+        name: The agent's name.
+    """
+
+    name: str
+
+    async def invoke(
+        self,
+        input: AgentInput,
+        init: AgentInit,
+        *,
+        options: CallOptions = CallOptions(),  # noqa: B008 - frozen, shared safely
+        on_chunk: ChunkSink | None = None,
+        abort_signal: asyncio.Event | None = None,
+    ) -> AgentOutput:
+        """Run one turn from `init` (the `AgentEndpoint` verb every agent implements)."""
+        raise NotImplementedError
+
+    async def get_snapshot(
+        self, snapshot_id: str | None = None, *, session_id: str | None = None
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's latest (leaf) snapshot; None if unknown."""
+        raise NotImplementedError
+
+    async def abort(self, snapshot_id: str) -> str | None:
+        """Abort a pending (detached) snapshot; returns its previous status."""
+        raise NotImplementedError
+
+    def chat(
+        self,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+    ) -> Chat:
+        """A `Chat` that tracks the session from turn to turn.
+
+        Example:
+            >>> chat = agent.chat()                                    # doctest: +SKIP
+            >>> res = chat.send_sync("Transfer $500 to savings")       # doctest: +SKIP
+        """
+        return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
+
+    async def run(
+        self,
+        input: InputLike | None = None,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> AgentOutput:
+        """Run one turn (Go ``agent.Run``); a failed turn is returned in-band.
+
+        Example:
+            >>> out = await agent.run("Transfer $500 to savings")       # doctest: +SKIP
+            >>> out.finish_reason                                       # doctest: +SKIP
+            'interrupted'
+        """
+        return await self.invoke(
+            as_input(input),
+            make_init(snapshot_id, session_id, state),
+            options=call_options(config, context),
+            on_chunk=on_chunk,
+        )
+
+    async def run_text(
+        self,
+        text: str,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> AgentOutput:
+        """Run one turn with a user text message (Go ``agent.RunText``)."""
+        return await self.run(
+            text,
+            snapshot_id=snapshot_id,
+            session_id=session_id,
+            state=state,
+            on_chunk=on_chunk,
+            config=config,
+            context=context,
+        )
+
+    invoke_sync = twin(invoke)
+    run_sync = twin(run)
+    run_text_sync = twin(run_text)
+    get_snapshot_sync = twin(get_snapshot)
+    abort_sync = twin(abort)
