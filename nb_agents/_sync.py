@@ -56,14 +56,20 @@ async def _await(aw: Awaitable[T]) -> T:
     return await aw
 
 
-def run(aw: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
-    """Run `aw` to completion on the private loop and return its result."""
-    loop = portal_loop()
-    if threading.current_thread() is _thread:
+def run(aw: Coroutine[Any, Any, T] | Awaitable[T], *, loop: asyncio.AbstractEventLoop | None = None) -> T:
+    """Run `aw` to completion and return its result: on `loop` if given and running, else on
+    the private loop. The calling thread waits; it must not be the thread of that loop."""
+    if loop is None or not loop.is_running():
+        loop = portal_loop()
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
         if asyncio.iscoroutine(aw):
             aw.close()  # never awaited: say why instead of warning about it
         raise RuntimeError(
-            "a *_sync method was called from async code running on nb_agents' own loop; "
+            "a *_sync method was called from async code running on the loop that must run it; "
             "await the async method instead"
         )
     coro = aw if asyncio.iscoroutine(aw) else _await(aw)
@@ -75,13 +81,18 @@ def run(aw: Coroutine[Any, Any, T] | Awaitable[T]) -> T:
         raise
 
 
-def iterate(it: AsyncIterator[T]) -> Iterator[T]:
-    """Iterate an async iterator from sync code, one item per round trip."""
+def iterate(it: AsyncIterator[T], *, loop: asyncio.AbstractEventLoop | None = None) -> Iterator[T]:
+    """Iterate an async iterator from sync code, one item per round trip (on `loop`, as `run`)."""
     while True:
         try:
-            yield run(it.__anext__())
+            yield run(it.__anext__(), loop=loop)
         except StopAsyncIteration:
             return
+
+
+def _home(obj: object) -> asyncio.AbstractEventLoop | None:
+    # an object bound to one event loop (a connection) names it `_home_loop`: its twins run there
+    return getattr(obj, "_home_loop", None)
 
 
 def _named(sync: Callable[..., Any], fn: Callable[..., Any]) -> None:
@@ -97,13 +108,15 @@ def twin(fn: Callable[Concatenate[S, P], Coroutine[Any, Any, T]]) -> Callable[Co
     """The sync twin of the async method `fn`: ``send_sync = twin(send)`` in a class body.
 
     The twin calls the method by name on the instance, so a subclass that
-    overrides the async verb gets a twin that runs the override.
+    overrides the async verb gets a twin that runs the override. It runs on the
+    private loop, or, for an object bound to one loop (it names it in
+    ``_home_loop``, as a connection does), on that loop.
     """
     name = fn.__name__
 
     @functools.wraps(fn)
     def sync(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        result: T = run(getattr(self, name)(*args, **kwargs))
+        result: T = run(getattr(self, name)(*args, **kwargs), loop=_home(self))
         return result
 
     _named(sync, fn)
@@ -118,7 +131,7 @@ def stream_twin(
 
     @functools.wraps(fn)
     def sync(self: S, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
-        return iterate(getattr(self, name)(*args, **kwargs))
+        return iterate(getattr(self, name)(*args, **kwargs), loop=_home(self))
 
     _named(sync, fn)
     return sync

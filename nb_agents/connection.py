@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
-from . import _sync
 from ._engine import AgentSpec, Invocation
 from ._sync import stream_twin, twin
 from .errors import FailedPreconditionError
@@ -50,7 +49,7 @@ class AgentConnection:
         self.init = init
         self.options = options
         self._inv: Invocation | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._home_loop: asyncio.AbstractEventLoop | None = None
         self._chunks: asyncio.Queue[object] | None = None
         self.custom: object = None
 
@@ -58,7 +57,7 @@ class AgentConnection:
     async def start(self) -> AgentConnection:
         """Open the invocation (done for you by ``async with``)."""
         if self._inv is None:
-            self._loop = asyncio.get_running_loop()
+            self._home_loop = asyncio.get_running_loop()
             self._chunks = asyncio.Queue()
             queue = self._chunks
 
@@ -79,7 +78,7 @@ class AgentConnection:
             self._inv.close()
 
     def __enter__(self) -> AgentConnection:
-        return _sync.run(self.start())
+        return self.start_sync()
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
@@ -87,7 +86,7 @@ class AgentConnection:
         self.close()
 
     def _invocation(self) -> Invocation:
-        if self._inv is None or self._loop is None:
+        if self._inv is None or self._home_loop is None:
             raise FailedPreconditionError(
                 "the connection is not open: use `async with agent.connect() as conn` (or `with`)"
             )
@@ -96,15 +95,15 @@ class AgentConnection:
     def _call(self, fn: Callable[..., None], *args: object) -> None:
         """Run a queueing call on the connection's loop, from any thread."""
         self._invocation()
-        assert self._loop is not None
+        assert self._home_loop is not None
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is self._loop:
+        if running is self._home_loop:
             fn(*args)
         else:
-            asyncio.run_coroutine_threadsafe(_call_async(fn, *args), self._loop).result()
+            asyncio.run_coroutine_threadsafe(_call_async(fn, *args), self._home_loop).result()
 
     # -- sending ------------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
@@ -154,6 +153,7 @@ class AgentConnection:
         """Close the input side, wait for the last turn, return the output."""
         return await self._invocation().output()
 
+    start_sync = twin(start)
     receive_sync = stream_twin(receive)
     output_sync = twin(output)
 

@@ -146,3 +146,20 @@ def test_import_is_light() -> None:
 def test_import_probe_sees_heavy_modules() -> None:
     pytest.importorskip("ipywidgets")
     assert "ipywidgets" in _heavy_modules_after("import nb_agents, ipywidgets")
+
+
+def test_all_is_exactly_the_public_namespace() -> None:
+    """Every public name of the package is in ``__all__``, and nothing else is (submodules aside)."""
+    import types
+
+    public = {
+        name
+        for name, value in vars(nb_agents).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    public |= set(nb_agents._LAZY)  # the names imported on first use
+    public.add("middleware")  # the one submodule the design exposes as a name (nba.middleware.ToolApproval)
+    public.discard("TYPE_CHECKING")
+    public.discard("Any")
+    public.add("__version__")
+    assert sorted(public ^ set(nb_agents.__all__)) == []

@@ -103,6 +103,20 @@ class Invocation:
         await self._main()
         return self.result.result()
 
+    async def run_one(self, inp: AgentInput) -> AgentOutput:
+        """Run one input that does not detach, in the caller's task: the one-shot call's path."""
+        self.closed = True
+        try:
+            try:
+                self.session, self.parent_id = await load_session(self.spec, self.init)
+            except PreTurnFailureError as f:
+                return AgentOutput(finish_reason="failed", error=error_info(f.error))
+            return await self._turn(inp, 0)
+        finally:
+            self.finished.set()
+            if self._event_watcher is not None:
+                self._event_watcher.cancel()
+
     # -- feeding ----------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
         if self.closed or (self._task is not None and self._task.done()):
@@ -427,5 +441,7 @@ async def invoke(
 ) -> AgentOutput:
     """Run one input as a one-shot invocation, in the caller's task."""
     inv = Invocation(spec, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal, start=False)
-    inv.send(inp)
+    if not inp.detach:
+        return await inv.run_one(inp)
+    inv.send(inp)  # a detach goes on in a task of its own
     return await inv.run_inline()

@@ -12,7 +12,8 @@ a different one as "already resumed", which the form shows.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import warnings
+from collections.abc import Generator, Sequence
 from html import escape
 from typing import Any
 
@@ -102,6 +103,16 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
     def _static_bundle(self) -> dict[str, Any]:
         return dict(pending_bundle(self.turns))
 
+    def __await__(self) -> Generator[Any, None, PendingView]:
+        """``await pending(agent)``: the view once the paused turns are read."""
+
+        async def ready() -> PendingView:
+            if self.task is not None:
+                await self.task
+            return self
+
+        return ready().__await__()
+
     def __repr__(self) -> str:
         return f"PendingView(agent={self.agent.name!r}, turns={len(self.turns)})"
 
@@ -111,7 +122,8 @@ def pending(agent: Agent, *, answered_by: str | None = None) -> PendingView:
 
     In a running loop (a notebook cell) the store is read by a task on that
     loop (``view.task``) and the forms appear when it is done; with no loop
-    running, it is read right away (``agent.pending_sync()``).
+    running, it is read right away (``agent.pending_sync()``). The view is
+    awaitable: ``view = await pending(agent)`` returns it once the turns are read.
 
     Example:
         >>> store = nba.SqliteSessionStore("bank.db")                      # doctest: +SKIP
@@ -128,9 +140,10 @@ def pending(agent: Agent, *, answered_by: str | None = None) -> PendingView:
 
 
 async def apending(agent: Agent, *, answered_by: str | None = None) -> PendingView:
-    """The async twin of `pending`: ``await apending(agent)``.
-
-    Example:
-        >>> await apending(agent)                                        # doctest: +SKIP
-    """
+    """Deprecated: use ``await pending(agent)``."""
+    warnings.warn(
+        "apending(agent) is deprecated: use `await pending(agent)` (the view is awaitable)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return PendingView(agent, await agent.pending(), answered_by=answered_by)

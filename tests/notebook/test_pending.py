@@ -73,7 +73,7 @@ async def test_forms_come_back_after_a_restart_and_run_the_tool_once(tmp_path: P
     del first  # the kernel restarts: only the database is left
 
     after, model = bank(db, world, text_response("Paid."), text_response("Sent."))
-    view = await apending(after)
+    view = await pending(after)
     assert isinstance(view, PendingView) and len(view.views) == 2
     pay_view, move_view = view.views
     assert pay_view.forms[0].mode == "hold" and move_view.forms[0].mode == "approve-restart"
@@ -84,7 +84,7 @@ async def test_forms_come_back_after_a_restart_and_run_the_tool_once(tmp_path: P
     await move_view.task
     assert world == [("paid", 5), ("sent", 7, True)]
     assert "Paid." in html_of(pay_view) and "Sent." in html_of(move_view) and model.calls == 2
-    assert (await apending(after)).views == []
+    assert (await pending(after)).views == []
 
 
 async def test_pending_from_a_cell_with_a_running_loop(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
     db, world = tmp_path / "bank.db", []
     await pause_one(db, world)
     after, model = bank(db, world, text_response("Paid."))
-    one, two, three = [(await apending(after)).views[0] for _ in range(3)]  # three cells, same turn
+    one, two, three = [(await pending(after)).views[0] for _ in range(3)]  # three cells, same turn
 
     one.forms[0].approve_button.click()
     one.forms[0].approve_button.click()  # a double click
@@ -137,7 +137,7 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
 async def test_refresh_and_static_display(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, world = tmp_path / "bank.db", []
     after, _ = bank(db, world)
-    view = await apending(after)
+    view = await pending(after)
     assert view.views == [] and "0 paused turns" in html_of(view)
     await pause_one(db, world)
     view.refresh_button.click()
@@ -148,3 +148,11 @@ async def test_refresh_and_static_display(tmp_path: Path, monkeypatch: pytest.Mo
     bundle = view._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"} and "payBill" in bundle["text/html"]
     assert view.turns[0].snapshot_id not in bundle["text/html"] + bundle["text/plain"]
+
+
+async def test_apending_still_works_but_says_it_is_deprecated() -> None:
+    store = nba.InMemorySessionStore()
+    agent = nba.define_agent("old", model=ScriptedModel([]), store=store)
+    with pytest.warns(DeprecationWarning, match="await pending"):
+        view = await apending(agent)
+    assert isinstance(view, PendingView) and view.views == []
