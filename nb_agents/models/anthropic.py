@@ -20,12 +20,10 @@ Streaming reads ``message_start``, ``content_block_start`` /
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from ..types import GenerateRequest, GenerateResponse, Message, ModelResponseChunk, Part, ToolRequest
+from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
+from ._provider import HttpModel, HttpOptions, StreamState
 from .base import ModelChunkSink
 from .convert import (
     RefCounter,
@@ -38,7 +36,10 @@ from .convert import (
     tool_schema,
 )
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
-from .http import HttpModel, ServerSentEvent, Sleep, read_error
+from .http import ServerSentEvent, read_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ANTHROPIC_URL", "API_KEY_ENV", "API_VERSION", "AnthropicModel"]
 
@@ -87,66 +88,30 @@ class AnthropicModel(HttpModel):
         'anthropic/claude-haiku-4-5'
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        max_tokens: int = 4096,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        config: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        sleep: Sleep | None = None,
-    ) -> None:
-        super().__init__(
-            name,
-            provider="anthropic",
-            base_url=base_url or ANTHROPIC_URL,
-            api_key=api_key,
-            key_env=API_KEY_ENV,
-            key_required=True,
-            client=client,
-            timeout=timeout,
-            max_retries=max_retries,
-            config=config,
-            headers=headers,
-            sleep=sleep,
-        )
+    provider = "anthropic"
+    default_base_url = ANTHROPIC_URL
+    key_env = API_KEY_ENV
+
+    def __init__(self, name: str, *, max_tokens: int = 4096, **options: Unpack[HttpOptions]) -> None:
+        super().__init__(name, **options)
         self.max_tokens = max_tokens
 
-    async def generate(
-        self, request: GenerateRequest, on_chunk: ModelChunkSink | None = None
-    ) -> GenerateResponse:
-        """Send `request`; stream text and finished tool calls to `on_chunk` if given."""
-        key = self.api_key() or ""
-        headers = {
+    def endpoint(self, request: GenerateRequest, *, stream: bool) -> str:
+        return f"{self.base_url}/messages"
+
+    def request_headers(self, key: str | None) -> dict[str, str]:
+        return {
             "Content-Type": "application/json",
-            "x-api-key": key,
+            "x-api-key": key or "",
             "anthropic-version": API_VERSION,
             **self.headers,
         }
-        url = f"{self.base_url}/messages"
-        body = self.request_body(request, stream=on_chunk is not None)
-        if on_chunk is None:
-            return parse_message(await self.http.post_json(url, body, headers), self.provider)
-        sink = on_chunk
-        state = _StreamState(self.provider)
 
-        async def attempt() -> GenerateResponse:
-            state.reset()
+    def parse_response(self, data: Any) -> GenerateResponse:
+        return parse_message(data, self.provider)
 
-            async def handle(event: ServerSentEvent) -> None:
-                await state.feed(event.json(self.provider), sink)
-
-            whole = await self.http.stream_events(url, body, headers, handle)
-            if whole is not None:
-                return parse_message(whole, self.provider)
-            return state.response()
-
-        return await self.http.retrying(attempt, may_retry=lambda: not state.emitted)
+    def stream_state(self) -> _StreamState:
+        return _StreamState(self.provider)
 
     def request_body(self, request: GenerateRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body for `request` (public so tests can assert it)."""
@@ -291,13 +256,8 @@ def parse_message(data: Any, provider: str) -> GenerateResponse:
     return build_response(parts, _finish(data.get("stop_reason")), usage=_usage(data.get("usage")))
 
 
-class _StreamState:
+class _StreamState(StreamState):
     """Assembles Messages streaming events into one response."""
-
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
-        self.emitted = False
-        self.reset()
 
     def reset(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
@@ -307,7 +267,8 @@ class _StreamState:
         self.usage_start: Any = None
         self.usage_delta: Any = None
 
-    async def feed(self, data: Any, sink: ModelChunkSink) -> None:
+    async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:
+        data = event.json(self.provider)
         if not isinstance(data, dict):
             return
         kind = data.get("type")
@@ -332,12 +293,12 @@ class _StreamState:
         kind = delta.get("type")
         if kind == "text_delta":
             block["text"] = block.get("text", "") + delta.get("text", "")
-            await self._emit(sink, Part(text=delta.get("text", "")))
+            await self.emit(sink, Part(text=delta.get("text", "")))
         elif kind == "input_json_delta":
             self.json.setdefault(index, []).append(delta.get("partial_json", ""))
         elif kind == "thinking_delta":
             block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
-            await self._emit(sink, Part(reasoning=delta.get("thinking", "")))
+            await self.emit(sink, Part(reasoning=delta.get("thinking", "")))
         elif kind == "signature_delta":
             block["signature"] = block.get("signature", "") + delta.get("signature", "")
 
@@ -352,13 +313,12 @@ class _StreamState:
         if part is not None:
             self.done[index] = part
             if part.tool_request is not None:
-                await self._emit(sink, part)
+                await self.emit(sink, part)
 
-    async def _emit(self, sink: ModelChunkSink, part: Part) -> None:
-        self.emitted = True
-        await sink(ModelResponseChunk(role="model", content=[part]))
+    async def answer(self, data: Any, sink: ModelChunkSink) -> GenerateResponse:
+        return parse_message(data, self.provider)
 
-    def response(self) -> GenerateResponse:
+    async def finish(self, sink: ModelChunkSink) -> GenerateResponse:
         if self.stop_reason is None and not self.done:
             raise ModelConnectionError("the stream ended before the message did", provider=self.provider)
         parts = [self.done[i] for i in sorted(self.done) if self.done[i].text != ""]

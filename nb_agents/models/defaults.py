@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ._provider import HttpModel
 from .base import Model, resolve_model
-from .http import HttpModel, env_value
+from .http import env_value
 
 __all__ = ["DEFAULT_MODELS", "MODEL_ENV", "ModelChoice", "choose_model"]
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
-from ..types import GenerateRequest, GenerateResponse, Message, ModelResponseChunk, Part, ToolRequest
+from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
+from ._provider import HttpModel, StreamState
 from .base import ModelChunkSink
 from .convert import RefCounter, build_response, data_url, split_config, system_text, tool_schema
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
-from .http import HttpModel, ServerSentEvent, Sleep, read_error
+from .http import ServerSentEvent, read_error
 
 __all__ = ["API_KEY_ENV", "GEMINI_URL", "GeminiModel"]
 
@@ -63,65 +62,31 @@ class GeminiModel(HttpModel):
         'googleai/gemini-flash-latest'
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        config: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        sleep: Sleep | None = None,
-    ) -> None:
-        super().__init__(
-            name.removeprefix("models/"),
-            provider="googleai",
-            base_url=base_url or GEMINI_URL,
-            api_key=api_key,
-            key_env=API_KEY_ENV,
-            key_required=True,
-            client=client,
-            timeout=timeout,
-            max_retries=max_retries,
-            config=config,
-            headers=headers,
-            sleep=sleep,
-        )
+    provider = "googleai"
+    default_base_url = GEMINI_URL
+    key_env = API_KEY_ENV
+    model_prefix = "models/"
 
-    async def generate(
-        self, request: GenerateRequest, on_chunk: ModelChunkSink | None = None
-    ) -> GenerateResponse:
-        """Send `request`; stream text and calls to `on_chunk` if given."""
-        key = self.api_key()
-        headers = {"Content-Type": "application/json", "x-goog-api-key": key or "", **self.headers}
-        body, model = self.request_body(request)
-        if on_chunk is None:
-            data = await self.http.post_json(f"{self.base_url}/models/{model}:generateContent", body, headers)
-            state = _Assembler(self.provider)
-            await state.feed(data, None)
-            return state.response()
-        url = f"{self.base_url}/models/{model}:streamGenerateContent?alt=sse"
-        sink = on_chunk
-        stream = _Assembler(self.provider)
+    def endpoint(self, request: GenerateRequest, *, stream: bool) -> str:
+        cfg = split_config(self.config, request.config)
+        model = (cfg.version or self.model).removeprefix(self.model_prefix)
+        if stream:
+            return f"{self.base_url}/models/{model}:streamGenerateContent?alt=sse"
+        return f"{self.base_url}/models/{model}:generateContent"
 
-        async def attempt() -> GenerateResponse:
-            stream.reset()
+    def request_headers(self, key: str | None) -> dict[str, str]:
+        return {"Content-Type": "application/json", "x-goog-api-key": key or "", **self.headers}
 
-            async def handle(event: ServerSentEvent) -> None:
-                await stream.feed(event.json(self.provider), sink)
+    def parse_response(self, data: Any) -> GenerateResponse:
+        state = _Assembler(self.provider)
+        state.take(data)
+        return state.response()
 
-            whole = await self.http.stream_events(url, body, headers, handle)
-            for data in whole if isinstance(whole, list) else [] if whole is None else [whole]:
-                await stream.feed(data, sink)
-            return stream.response()
+    def stream_state(self) -> _Assembler:
+        return _Assembler(self.provider)
 
-        return await self.http.retrying(attempt, may_retry=lambda: not stream.emitted)
-
-    def request_body(self, request: GenerateRequest) -> tuple[dict[str, Any], str]:
-        """The JSON body for `request` and the model id to call (public for tests)."""
+    def request_body(self, request: GenerateRequest, *, stream: bool) -> dict[str, Any]:
+        """The JSON body for `request`, streamed or not (public so tests can assert it)."""
         cfg = split_config(self.config, request.config)
         body: dict[str, Any] = {"contents": to_contents(request.messages)}
         system = system_text(request.messages)
@@ -162,7 +127,7 @@ class GeminiModel(HttpModel):
                 gen[key] = value
         if gen:
             body["generationConfig"] = gen
-        return body, (cfg.version or self.model).removeprefix("models/")
+        return body
 
 
 def to_contents(messages: list[Message]) -> list[dict[str, Any]]:
@@ -251,13 +216,8 @@ def _finish(reason: str | None) -> str:
     return "blocked" if reason in _BLOCKED else "other"
 
 
-class _Assembler:
+class _Assembler(StreamState):
     """Builds one response from ``GenerateContentResponse`` objects (one, or a stream)."""
-
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
-        self.emitted = False
-        self.reset()
 
     def reset(self) -> None:
         self.parts: list[Part] = []
@@ -267,7 +227,21 @@ class _Assembler:
         self.usage: dict[str, Any] | None = None
         self.seen = 0
 
-    async def feed(self, data: Any, sink: ModelChunkSink | None) -> None:
+    async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:
+        for part in self.take(event.json(self.provider)):
+            await self.emit(sink, part)
+
+    async def answer(self, data: Any, sink: ModelChunkSink) -> GenerateResponse:
+        for item in data if isinstance(data, list) else [data]:
+            for part in self.take(item):
+                await self.emit(sink, part)
+        return self.response()
+
+    async def finish(self, sink: ModelChunkSink) -> GenerateResponse:
+        return self.response()
+
+    def take(self, data: Any) -> list[Part]:
+        """Add one ``GenerateContentResponse``; return the parts to stream (deltas and calls)."""
         self.seen += 1
         if isinstance(data, dict) and data.get("error") is not None:
             message, kind = read_error(data, "error in stream")
@@ -290,17 +264,14 @@ class _Assembler:
             blocked = (data.get("promptFeedback") or {}).get("blockReason")
             if blocked:
                 self.finish_reason, self.finish_message = "SAFETY", f"prompt blocked: {blocked}"
-            return
+            return []
         cand = candidates[0]
         if cand.get("finishReason"):
             self.finish_reason = cand["finishReason"]
         if cand.get("finishMessage"):
             self.finish_message = cand["finishMessage"]
-        for raw in (cand.get("content") or {}).get("parts") or []:
-            new = self._add(raw)
-            if new is not None and sink is not None:
-                self.emitted = True
-                await sink(ModelResponseChunk(role="model", content=[new]))
+        new = (self._add(raw) for raw in (cand.get("content") or {}).get("parts") or [])
+        return [part for part in new if part is not None]
 
     def _add(self, raw: dict[str, Any]) -> Part | None:
         """Add one API part; return what to stream (a delta or a whole call)."""

@@ -7,11 +7,9 @@ and retrying what may succeed later (429, 5xx, 529, connection failures) with
 exponential backoff and jitter, honouring ``Retry-After`` (seconds or an HTTP
 date) and ``retry-after-ms``. The sleep is injectable so tests never wait.
 
-`HttpModel` is the base of the three providers: the ``provider/model`` name,
-the per-model default config, and the API key, looked up on first use (an
-explicit ``api_key=`` first, then the environment) so that defining an agent
-never needs a key and a missing one fails the turn, naming the variable.
-
+`env_value` and `read_error` are the small helpers the providers share: the
+first variable set among several, and the message and type of an error body.
+The providers' common base, `HttpModel`, is in `nb_agents.models._provider`.
 """
 
 from __future__ import annotations
@@ -22,13 +20,12 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
 
 from .errors import (
-    MissingApiKeyError,
     ModelConnectionError,
     ModelError,
     ModelResponseError,
@@ -37,7 +34,7 @@ from .errors import (
 )
 from .sse import ServerSentEvent, SseParser
 
-__all__ = ["HttpModel", "ProviderClient", "ServerSentEvent", "Sleep", "env_value", "read_error"]
+__all__ = ["ProviderClient", "ServerSentEvent", "Sleep", "env_value", "read_error"]
 
 T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
@@ -301,73 +298,3 @@ class ProviderClient:
 
 def _is_retryable(exc: ModelError) -> bool:
     return exc.retryable or (exc.http_status is not None and exc.http_status >= 500)
-
-
-class HttpModel:
-    """The base of the built-in providers: name, key lookup, defaults, HTTP.
-
-    Args:
-        model: The provider's model id (``"gpt-4o-mini"``).
-        provider: The registry prefix; the model's `name` is ``provider/model``.
-        api_key: The key; ``None`` looks in `key_env` on first use.
-        key_env: Environment variables to look in, in order.
-        key_required: Whether a missing key is an error (not for local servers).
-        config: Default generation config; the request's config wins per key.
-        headers: Extra HTTP headers sent with every request.
-        client, timeout, max_retries, sleep: See `ProviderClient`.
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        provider: str,
-        base_url: str,
-        api_key: str | None,
-        key_env: Sequence[str],
-        key_required: bool,
-        client: httpx.AsyncClient | None,
-        timeout: float,
-        max_retries: int,
-        config: Mapping[str, Any] | None,
-        headers: Mapping[str, str] | None,
-        sleep: Sleep | None,
-    ) -> None:
-        if not model or not isinstance(model, str):
-            raise ValueError(f"{provider}: a model name is required, got {model!r}")
-        self.model = model
-        self.provider = provider
-        self.name = f"{provider}/{model}"
-        self.base_url = base_url.rstrip("/")
-        self.config: dict[str, Any] = dict(config or {})
-        self.headers: dict[str, str] = dict(headers or {})
-        self.explicit_api_key = api_key
-        self._key_env = tuple(key_env)
-        self._key_required = key_required
-        self.http = ProviderClient(
-            provider=provider, client=client, timeout=timeout, max_retries=max_retries, sleep=sleep
-        )
-
-    def api_key(self) -> str | None:
-        """The key to send: explicit, else from the environment (read now).
-
-        Raises:
-            MissingApiKeyError: No key anywhere and this provider needs one.
-        """
-        if self.explicit_api_key:
-            return self.explicit_api_key
-        found = env_value(*self._key_env)
-        if found is not None:
-            return found[1]
-        if self._key_required:
-            names = " or ".join(self._key_env)
-            raise MissingApiKeyError(
-                f"no API key for model '{self.name}': set the {names} environment variable "
-                "(or pass api_key= to the model)",
-                provider=self.provider,
-                details={"env": list(self._key_env)},
-            )
-        return None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"

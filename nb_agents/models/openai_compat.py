@@ -19,13 +19,11 @@ if set) without a key. Any other provider name needs ``base_url=``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from ..types import GenerateRequest, GenerateResponse, Message, ModelResponseChunk, Part, ToolRequest
+from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
+from ._provider import HttpModel, HttpOptions, StreamState
 from .base import ModelChunkSink
 from .convert import (
     GenerationConfig,
@@ -38,7 +36,10 @@ from .convert import (
     tool_schema,
 )
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
-from .http import HttpModel, ServerSentEvent, Sleep, env_value, read_error
+from .http import ServerSentEvent, env_value, read_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["OLLAMA_URL", "OPENAI_URL", "OpenAICompatModel", "ollama_model", "openai_model"]
 
@@ -47,6 +48,16 @@ OLLAMA_URL = "http://127.0.0.1:11434/v1"
 
 _FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
 _FINISH_BLOCKED = {"content_filter"}
+
+
+def _default_url(provider: str) -> str:
+    """The API root when ``base_url=`` is not given (read from the environment now)."""
+    if provider == "openai":
+        found = env_value("OPENAI_BASE_URL")
+        return found[1] if found else OPENAI_URL
+    if provider == "ollama":
+        return _ollama_url()
+    raise ValueError(f"OpenAICompatModel(provider={provider!r}) needs base_url=")
 
 
 def _ollama_url() -> str:
@@ -83,77 +94,42 @@ class OpenAICompatModel(HttpModel):
         ('ollama/llama3.2', 'http://127.0.0.1:11434/v1')
     """
 
+    default_base_url = OPENAI_URL
+
     def __init__(
         self,
         name: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
         provider: str = "openai",
-        timeout: float = 120.0,
-        max_retries: int = 2,
-        config: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
         max_tokens_field: str | None = None,
         stream_usage: bool = True,
-        sleep: Sleep | None = None,
+        **options: Unpack[HttpOptions],
     ) -> None:
-        key_env: tuple[str, ...] = ()
+        self.provider = provider
+        options["base_url"] = options.get("base_url") or _default_url(provider)
+        super().__init__(name, **options)
         if provider == "openai":
-            found = env_value("OPENAI_BASE_URL")
-            base_url = base_url or (found[1] if found else OPENAI_URL)
-            key_env = ("OPENAI_API_KEY",)
-        elif provider == "ollama":
-            base_url = base_url or _ollama_url()
-        elif not base_url:
-            raise ValueError(f"OpenAICompatModel(provider={provider!r}) needs base_url=")
-        assert base_url is not None
-        super().__init__(
-            name,
-            provider=provider,
-            base_url=base_url,
-            api_key=api_key,
-            key_env=key_env,
-            key_required=provider == "openai" and base_url.rstrip("/") == OPENAI_URL,
-            client=client,
-            timeout=timeout,
-            max_retries=max_retries,
-            config=config,
-            headers=headers,
-            sleep=sleep,
-        )
+            self.key_env = ("OPENAI_API_KEY",)
+        # a key is optional against a local or self-hosted server
+        self.key_required = provider == "openai" and self.base_url == OPENAI_URL
         default_field = "max_completion_tokens" if self.base_url == OPENAI_URL else "max_tokens"
         self.max_tokens_field = max_tokens_field or default_field
         self.stream_usage = stream_usage
 
-    async def generate(
-        self, request: GenerateRequest, on_chunk: ModelChunkSink | None = None
-    ) -> GenerateResponse:
-        """Send `request`; stream text deltas to `on_chunk` if given."""
-        key = self.api_key()
+    def endpoint(self, request: GenerateRequest, *, stream: bool) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def request_headers(self, key: str | None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **self.headers}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        url = f"{self.base_url}/chat/completions"
-        body = self.request_body(request, stream=on_chunk is not None)
-        if on_chunk is None:
-            return parse_completion(await self.http.post_json(url, body, headers), self.provider)
-        sink = on_chunk
-        state = _StreamState(self.provider)
+        return headers
 
-        async def attempt() -> GenerateResponse:
-            state.reset()
+    def parse_response(self, data: Any) -> GenerateResponse:
+        return parse_completion(data, self.provider)
 
-            async def handle(event: ServerSentEvent) -> None:
-                await state.feed(event, sink)
-
-            whole = await self.http.stream_events(url, body, headers, handle)
-            if whole is not None:
-                return parse_completion(whole, self.provider)
-            return await state.finish(sink)
-
-        return await self.http.retrying(attempt, may_retry=lambda: not state.emitted)
+    def stream_state(self) -> _StreamState:
+        return _StreamState(self.provider)
 
     def request_body(self, request: GenerateRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body for `request` (public so tests can assert it)."""
@@ -310,13 +286,8 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
-class _StreamState:
+class _StreamState(StreamState):
     """Assembles ``chat.completion.chunk`` events into one response."""
-
-    def __init__(self, provider: str) -> None:
-        self.provider = provider
-        self.emitted = False
-        self.reset()
 
     def reset(self) -> None:
         self.text: list[str] = []
@@ -346,10 +317,10 @@ class _StreamState:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
                 self.reasoning.append(reasoning)
-                await self._emit(sink, Part(reasoning=reasoning))
+                await self.emit(sink, Part(reasoning=reasoning))
             if delta.get("content"):
                 self.text.append(delta["content"])
-                await self._emit(sink, Part(text=delta["content"]))
+                await self.emit(sink, Part(text=delta["content"]))
             for frag in delta.get("tool_calls") or []:
                 self._add_fragment(frag)
             if choice.get("finish_reason"):
@@ -370,10 +341,6 @@ class _StreamState:
         if fn.get("arguments"):
             call.arguments.append(fn["arguments"])
 
-    async def _emit(self, sink: ModelChunkSink, *parts: Part) -> None:
-        self.emitted = True
-        await sink(ModelResponseChunk(role="model", content=list(parts)))
-
     async def finish(self, sink: ModelChunkSink) -> GenerateResponse:
         if not self.seen:
             raise ModelConnectionError("the stream ended without a single chunk", provider=self.provider)
@@ -384,8 +351,11 @@ class _StreamState:
             parts.append(Part(text="".join(self.text)))
         calls = [_call_part(c.id, c.name, "".join(c.arguments)) for c in self.calls]
         for call in calls:
-            await self._emit(sink, call)
+            await self.emit(sink, call)
         return build_response([*parts, *calls], _finish(self.finish_reason), usage=self.usage)
+
+    async def answer(self, data: Any, sink: ModelChunkSink) -> GenerateResponse:
+        return parse_completion(data, self.provider)
 
 
 def openai_model(name: str) -> OpenAICompatModel:
