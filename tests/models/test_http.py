@@ -18,7 +18,7 @@ from nb_agents.models.errors import (
     ModelNotFoundError,
     ModelResponseError,
     OverloadedError,
-    PermissionDeniedError,
+    ModelPermissionDeniedError,
     RateLimitError,
     error_for_http_status,
 )
@@ -83,7 +83,7 @@ def test_read_error_understands_each_envelope(body: Any, expected: tuple[str, st
     ("status", "kind", "cls", "genkit"),
     [
         (401, None, AuthenticationError, "UNAUTHENTICATED"),
-        (403, None, PermissionDeniedError, "PERMISSION_DENIED"),
+        (403, None, ModelPermissionDeniedError, "PERMISSION_DENIED"),
         (404, None, ModelNotFoundError, "NOT_FOUND"),
         (422, None, BadRequestError, "INVALID_ARGUMENT"),
         (429, None, RateLimitError, "RESOURCE_EXHAUSTED"),
