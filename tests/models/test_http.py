@@ -16,9 +16,9 @@ from nb_agents.models.errors import (
     ModelConnectionError,
     ModelError,
     ModelNotFoundError,
+    ModelPermissionDeniedError,
     ModelResponseError,
     OverloadedError,
-    ModelPermissionDeniedError,
     RateLimitError,
     error_for_http_status,
 )
