@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
+from ._engine.limits import check_id
 from ._sync import twin
 from .chat import make_init
 from .connection import AgentConnection
@@ -149,6 +150,8 @@ class Agent(BaseAgent):
         store = self._require_store("get_snapshot")
         if (snapshot_id is None) == (session_id is None):
             raise InvalidArgumentError("get_snapshot needs exactly one of snapshot_id and session_id")
+        check_id(snapshot_id, "snapshot_id")
+        check_id(session_id, "session_id")
         if snapshot_id is not None:
             return await store.get_snapshot(snapshot_id)
         assert session_id is not None
@@ -160,6 +163,7 @@ class Agent(BaseAgent):
         Terminal snapshots are left as they are; an unknown id returns None.
         """
         store = self._require_store("abort")
+        check_id(snapshot_id, "snapshot_id")
         previous: str | None = None
 
         def mutate(cur: SessionSnapshot | None) -> SessionSnapshot | None:

@@ -34,6 +34,7 @@ from ..types import (
 )
 from .exactly_once import claim_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
+from .limits import check_input
 from .loading import PreTurnFailureError, load_session
 from .resume import resume_digest
 from .spec import AgentSpec
@@ -105,6 +106,7 @@ class Invocation:
 
     async def run_one(self, inp: AgentInput) -> AgentOutput:
         """Run one input that does not detach, in the caller's task: the one-shot call's path."""
+        check_input(inp)
         self.closed = True
         try:
             try:
@@ -121,6 +123,7 @@ class Invocation:
     def send(self, inp: AgentInput) -> None:
         if self.closed or (self._task is not None and self._task.done()):
             raise FailedPreconditionError("this agent invocation has ended; start a new one")
+        check_input(inp)
         if inp.detach and self.store is None:
             raise FailedPreconditionError("Detach is only supported when a session store is provided.")
         if inp.detach:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
 from ..session import Session
 from ..types import AgentInit, SessionSnapshot
+from .limits import check_init_ids, check_json
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -46,6 +47,7 @@ async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str |
     graceful ``failed`` output) in `PreTurnFailureError`.
     """
     store, name = spec.store, spec.name
+    check_init_ids(init)
     if init.state is not None and store is not None:
         raise FailedPreconditionError(
             f"Cannot send 'state' to agent '{name}': this agent uses a server-managed store. "
@@ -57,14 +59,14 @@ async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str |
             f"Cannot use '{which}' with agent '{name}': this agent has no store configured "
             "(client-managed state). Send 'state' instead."
         )
-    if init.session_id is not None and not init.session_id:
-        raise InvalidArgumentError("sessionId must be a non-empty string")
     if store is None:
         state = init.state
         if state is None:
             return Session(str(uuid.uuid4())), None
         if spec.signer is not None:
-            state = spec.signer.verify(state, name)
+            state = spec.signer.verify(state, name)  # signed by this agent: written by it, so writable
+        else:
+            check_json(state, "init.state")
         return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
     if init.snapshot_id:
         snap = await store.get_snapshot(init.snapshot_id)
