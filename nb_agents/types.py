@@ -267,10 +267,15 @@ def error_info(exc: BaseException) -> AgentErrorInfo:
     """The wire error of an exception; for one outside the tree, the traceback goes in the details."""
     if isinstance(exc, NbAgentsError):
         return AgentErrorInfo(status=exc.status, message=exc.message, details=exc.details)
+    kind = type(exc).__name__
     return AgentErrorInfo(
         status="INTERNAL",
-        message=str(exc) or type(exc).__name__,
-        details={"type": type(exc).__name__, "traceback": "".join(traceback.format_exception(exc))},
+        message=str(exc) or kind,
+        details={
+            "type": kind,
+            "public": f"the turn failed: {kind}",  # what a remote client is shown (see nb_agents.server)
+            "traceback": "".join(traceback.format_exception(exc)),
+        },
     )
 
 

@@ -176,7 +176,11 @@ class PromptTurn:
         except Exception as exc:
             raise InternalError(
                 f"model '{model.name}' failed: {exc}",
-                details={"traceback": traceback.format_exc()},
+                details={
+                    "type": type(exc).__name__,
+                    "public": f"model '{model.name}' failed: {type(exc).__name__}",
+                    "traceback": traceback.format_exc(),
+                },
             ) from exc
 
 

@@ -89,9 +89,16 @@ class ToolRunner:
         except NbAgentsError:
             raise
         except Exception as exc:
+            kind = type(exc).__name__
             raise InternalError(
-                f"Tool '{tr.name}' failed: {type(exc).__name__}: {exc}",
-                details={"tool": tr.name, "ref": tr.ref, "traceback": traceback.format_exc()},
+                f"Tool '{tr.name}' failed: {kind}: {exc}",
+                details={
+                    "tool": tr.name,
+                    "ref": tr.ref,
+                    "type": kind,
+                    "public": f"Tool '{tr.name}' failed: {kind}",  # what a remote client is shown
+                    "traceback": traceback.format_exc(),
+                },
             ) from exc
 
     async def run(self, requests: Sequence[Part], turn: TurnContext, *, restarted: bool) -> list[Outcome]:

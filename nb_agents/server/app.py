@@ -37,12 +37,20 @@ from ..errors import NbAgentsError, NotFoundError, RequestError
 from ..types import AgentInit, AgentInput, CallOptions
 from .errors import error_response, redact
 from .request import call_config, count_parts, parse_envelope, read_body, validate
-from .turn import TurnResponse
+from .turn import DEFAULT_WRITE_TIMEOUT, TurnResponse
 
-__all__ = ["DEFAULT_CALL_CONFIG_KEYS", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_CALL_CONFIG_KEYS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_PARTS",
+    "DEFAULT_WRITE_TIMEOUT",
+    "create_app",
+]
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_PARTS = 4096
+DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_CALL_CONFIG_KEYS = frozenset(
     {
         "temperature",
@@ -72,6 +80,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_parts: int = DEFAULT_MAX_PARTS,
     call_config_keys: Collection[str] | None = DEFAULT_CALL_CONFIG_KEYS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     debug: bool = False,
 ) -> Starlette:
     """An ASGI app serving `agents` with Genkit's agent HTTP protocol.
@@ -89,6 +99,9 @@ def create_app(
             stopSequences); None accepts any key, an empty collection none.
             A provider passes keys it does not know through to its API, so
             widen this only for clients you trust.
+        body_timeout: Seconds a request body may take to arrive (408 beyond).
+        write_timeout: Seconds a write to a streaming client may wait; one that
+            stops reading for longer is dropped as if it had disconnected.
         debug: Send tracebacks of failed turns and server errors to clients.
             Leave it off for anything reachable by others.
 
@@ -111,6 +124,8 @@ def create_app(
         raise ValueError(f"two agents share the name {duplicates[0]!r}; each needs its own route")
     if max_body_bytes <= 0 or max_parts <= 0:
         raise ValueError("max_body_bytes and max_parts must be positive")
+    if body_timeout <= 0 or write_timeout <= 0:
+        raise ValueError("body_timeout and write_timeout must be positive")
     base = "/" + prefix.strip("/") if prefix.strip("/") else ""
     served_names = ", ".join(names) or "(none)"
 
@@ -151,6 +166,8 @@ def create_app(
             max_body_bytes=max_body_bytes,
             max_parts=max_parts,
             config_keys=frozenset(call_config_keys) if call_config_keys is not None else None,
+            body_timeout=body_timeout,
+            write_timeout=write_timeout,
             debug=debug,
         )
         routes.append(Route(path, guarded(verbs.turn), methods=["POST"]))
@@ -199,18 +216,22 @@ class _AgentRoutes:
         max_body_bytes: int,
         max_parts: int,
         config_keys: frozenset[str] | None,
+        body_timeout: float,
+        write_timeout: float,
         debug: bool,
     ) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.max_parts = max_parts
         self.config_keys = config_keys
+        self.body_timeout = body_timeout
+        self.write_timeout = write_timeout
         self.debug = debug
 
     async def _data(
         self, request: Request, keys: tuple[str, ...] = _COMPANION_KEYS
     ) -> tuple[dict[str, Any], Any]:
-        body = parse_envelope(await read_body(request, self.max_body_bytes), keys=keys)
+        body = parse_envelope(await read_body(request, self.max_body_bytes, self.body_timeout), keys=keys)
         return body, body["data"]
 
     async def turn(self, request: Request) -> ASGIApp:
@@ -230,7 +251,13 @@ class _AgentRoutes:
             init = init.model_copy(update={"session_id": query_session})
         options = CallOptions(config=call_config(body, self.config_keys))
         return TurnResponse(
-            self.agent, inp, init, options=options, streaming=_wants_stream(request), debug=self.debug
+            self.agent,
+            inp,
+            init,
+            options=options,
+            streaming=_wants_stream(request),
+            debug=self.debug,
+            write_timeout=self.write_timeout,
         )
 
     async def get_snapshot(self, request: Request) -> ASGIApp:

@@ -14,6 +14,12 @@ and ``postgresql://user:password@host:port/dbname`` (any libpq connection URI,
 ``postgres://`` too; needs the ``postgres`` extra), which several server processes
 can share behind one load balancer. libpq also reads ``PGPASSWORD`` and
 ``~/.pgpass``, which keep the password out of the process list.
+
+The server is bounded: ``--max-connections`` (by default the file-descriptor
+limit less a reserve of 192) caps open connections and requests in flight, answering
+503 beyond it; ``--header-timeout`` closes a connection whose request headers are
+late (408), ``--body-timeout`` a request whose body is, and ``--write-timeout``
+drops a streaming client that stopped reading (see `nb_agents.server.guard`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,14 @@ from typing import Any
 
 from ..agent import Agent
 from ..stores import FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
-from .app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTS, create_app
+from .app import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_PARTS,
+    DEFAULT_WRITE_TIMEOUT,
+    create_app,
+)
+from .guard import ACCEPT_BATCH, default_max_connections, guarded_protocol
 
 __all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
 
@@ -114,6 +127,8 @@ def build_app(
     prefix: str = "",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_parts: int = DEFAULT_MAX_PARTS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     debug: bool = False,
 ) -> tuple[Any, list[Agent]]:
     """The ASGI app to serve for `target`, and the agents it serves (none for a ready app)."""
@@ -141,7 +156,15 @@ def build_app(
         shared = parse_store_url(store)
         for agent in backed:
             agent.store = shared
-    app = create_app(agents, prefix=prefix, max_body_bytes=max_body_bytes, max_parts=max_parts, debug=debug)
+    app = create_app(
+        agents,
+        prefix=prefix,
+        max_body_bytes=max_body_bytes,
+        max_parts=max_parts,
+        body_timeout=body_timeout,
+        write_timeout=write_timeout,
+        debug=debug,
+    )
     return app, agents
 
 
@@ -160,6 +183,33 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--prefix", default="", help="path prefix for every route, e.g. /api")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--max-parts", type=int, default=DEFAULT_MAX_PARTS)
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections and requests in flight; 503 beyond (default: the file limit less 192)",
+    )
+    serve.add_argument(
+        "--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)"
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        help="seconds for a request's body (default 30)",
+    )
+    serve.add_argument(
+        "--write-timeout",
+        type=float,
+        default=DEFAULT_WRITE_TIMEOUT,
+        help="seconds a streaming client may stop reading before it is dropped (default 30)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=5.0,
+        help="seconds an idle connection stays open (default 5)",
+    )
     serve.add_argument(
         "--debug", action="store_true", help="send tracebacks to clients (never in production)"
     )
@@ -180,19 +230,47 @@ def main(argv: Sequence[str] | None = None) -> int:
             prefix=args.prefix,
             max_body_bytes=args.max_body_bytes,
             max_parts=args.max_parts,
+            body_timeout=args.body_timeout,
+            write_timeout=args.write_timeout,
             debug=args.debug,
         )
+        limit = args.max_connections if args.max_connections is not None else default_max_connections()
+        if limit <= 0 or args.header_timeout <= 0 or args.keep_alive_timeout <= 0:
+            raise CliError("--max-connections, --header-timeout and --keep-alive-timeout must be positive")
     except (CliError, ValueError) as exc:
         print(f"nb-agents: error: {exc}", file=sys.stderr)
         return 2
     import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     base = f"http://{args.host}:{args.port}{'/' + args.prefix.strip('/') if args.prefix.strip('/') else ''}"
     for agent in agents:
-        print(f"nb-agents: {agent.name} at {base}/{agent.name} ({agent.state_management}-managed state)")
+        print(f"nb-agents: {agent.name} at {base}/{agent.name} ({_state_line(agent)})")
+    print(
+        f"nb-agents: at most {limit} connections; headers within {args.header_timeout:g} s, "
+        f"bodies within {args.body_timeout:g} s"
+    )
     # everything loaded so far lives as long as the server: keep it out of the
     # collector's full scans, which otherwise grow with every module and agent
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    protocol = guarded_protocol(AutoHTTPProtocol, max_connections=limit, header_timeout=args.header_timeout)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        http=protocol,
+        limit_concurrency=limit + 1,  # uvicorn counts the request's own connection too
+        backlog=ACCEPT_BATCH,
+        timeout_keep_alive=int(args.keep_alive_timeout) or 1,
+    )
     return 0
+
+
+def _state_line(agent: Agent) -> str:
+    if agent.store is None:
+        return "client-managed state"
+    if isinstance(agent.store, InMemorySessionStore):
+        return "server-managed state in memory: it dies with this process; use --store for durable sessions"
+    return f"server-managed state in {type(agent.store).__name__}"

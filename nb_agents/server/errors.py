@@ -8,8 +8,11 @@ Genkit's express handler sends. The codes are Genkit's, from the one table in
 404 for ``NOT_FOUND``, 500 for ``INTERNAL`` and anything unknown. A failed
 *turn* is not an error here: it is a 200 with finish reason ``failed``.
 
-Tracebacks stay on the server: `redact` drops ``details.traceback`` from every
-error that goes out, unless the app was created with ``debug=True``.
+Tracebacks and exception texts stay on the server: `redact` drops
+``details.traceback`` from every error that goes out and, where the error says
+what may be shown instead (``details.public``: a failed tool's name, status and
+exception type), puts that in place of the message, which may quote a file path
+or a secret. The app created with ``debug=True`` sends everything.
 """
 
 from __future__ import annotations
@@ -40,10 +43,12 @@ def redact(wire: dict[str, Any], *, debug: bool) -> dict[str, Any]:
 
 def _strip(err: dict[str, Any]) -> dict[str, Any]:
     details = err.get("details")
-    if not isinstance(details, dict) or "traceback" not in details:
+    if not isinstance(details, dict) or not ("traceback" in details or "public" in details):
         return err
-    kept = {k: v for k, v in details.items() if k != "traceback"}
+    kept = {k: v for k, v in details.items() if k not in ("traceback", "public")}
     out = {k: v for k, v in err.items() if k != "details"}
+    if isinstance(details.get("public"), str):
+        out["message"] = details["public"]
     if kept:
         out["details"] = kept
     return out

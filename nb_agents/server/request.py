@@ -16,6 +16,7 @@ error naming what was wrong:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -33,8 +34,9 @@ ENVELOPE_KEYS = ("data", "init", "config")
 _SHOWN_ERRORS = 5
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes,
+    and with 408 when it has not all arrived `timeout` seconds after reading began."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -45,12 +47,19 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(limit, f"{size} bytes")
     body = bytearray()
     try:
-        async for piece in request.stream():
-            body += piece
-            if len(body) > limit:
-                raise _too_large(limit, "more")
+        async with asyncio.timeout(timeout):
+            async for piece in request.stream():
+                body += piece
+                if len(body) > limit:
+                    raise _too_large(limit, "more")
     except ClientDisconnect:
         raise RequestError("the client went away while sending the request", status="CANCELLED") from None
+    except TimeoutError:
+        raise RequestError(
+            f"the request body did not arrive within {timeout:g} s (body_timeout); send it at once",
+            status="DEADLINE_EXCEEDED",
+            http_code=408,
+        ) from None
     return bytes(body)
 
 

@@ -15,7 +15,11 @@ init is resolved, and a later error is the stream's terminal error frame.
 A failed turn is a 200 with finish reason ``failed``.
 
 A client that disconnects before the output aborts the turn (the invocation's
-foreground abort), exactly as Genkit's express handler does on ``close``.
+foreground abort), exactly as Genkit's express handler does on ``close``. So
+does one that stops reading: chunks wait in a bounded queue (the turn waits when
+it is full: back-pressure), and a write that does not complete within
+``write_timeout`` seconds drops the client as a disconnect, so a stalled reader
+holds at most a queue's worth of memory.
 Frames carry no SSE comments or keep-alives: Genkit's JS client parses every
 frame as ``data: <json>``.
 """
@@ -48,6 +52,12 @@ SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),  # no proxy buffering: chunks must arrive as they happen
 ]
 _HEADER_POLL = 0.005  # seconds between checks whether the init has been resolved
+CHUNK_QUEUE_SIZE = 256  # chunks a slow reader may lag behind before the turn waits for it
+DEFAULT_WRITE_TIMEOUT = 30.0
+
+
+class ClientStalledError(Exception):
+    """A write to the client did not complete in time: it stopped reading."""
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -81,11 +91,13 @@ class TurnResponse:
         options: CallOptions | None = None,
         streaming: bool,
         debug: bool = False,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     ) -> None:
         self.agent = agent
         self.inp = inp
         self.init = init
         self.options = options if options is not None else CallOptions()
+        self.write_timeout = write_timeout
         self.streaming = streaming
         self.debug = debug
 
@@ -96,12 +108,26 @@ class TurnResponse:
         # a Signal, not a plain Event: the invocation reacts to it by callback, while a plain
         # Event would get a waiter task that outlives the turn (one per request, never ended)
         abort = Signal()
-        chunks: asyncio.Queue[AgentStreamChunk] = asyncio.Queue()
+        gone = False  # the client went away or stopped reading: nothing more is queued for it
+        chunks: asyncio.Queue[AgentStreamChunk] = asyncio.Queue(CHUNK_QUEUE_SIZE)
 
         async def on_chunk(chunk: AgentStreamChunk) -> None:
-            chunks.put_nowait(chunk)
+            nonlocal gone
+            if gone:
+                return
+            if not chunks.full():
+                chunks.put_nowait(chunk)
+                return
+            try:  # back-pressure: the turn waits for the writer, within the write timeout
+                async with asyncio.timeout(self.write_timeout):
+                    await chunks.put(chunk)
+            except TimeoutError:
+                gone = True  # the writer is stuck on a client that does not read
+                abort.set()
 
-        inv = self.agent.start(self.init, options=self.options, on_chunk=on_chunk, abort_signal=abort)
+        inv = self.agent.start(
+            self.init, options=self.options, on_chunk=on_chunk if self.streaming else None, abort_signal=abort
+        )
         try:
             inv.send(self.inp)
         except NbAgentsError as exc:
@@ -111,6 +137,8 @@ class TurnResponse:
         output = asyncio.ensure_future(inv.output())
 
         def client_gone() -> None:
+            nonlocal gone
+            gone = True
             # only a turn still running is aborted: a detached one goes on in the background
             if not output.done():
                 abort.set()
@@ -121,8 +149,10 @@ class TurnResponse:
                 await self._stream(inv, output, chunks, watcher, scope, receive, send)
             else:
                 await self._plain(output, watcher, scope, receive, send)
-        except OSError:
-            pass  # ASGI 2.4 servers raise on a write to a closed connection: the client is gone
+        except (OSError, ClientStalledError):
+            # ASGI 2.4 servers raise on a write to a closed connection: the client is gone;
+            # one that stopped reading is dropped the same way
+            client_gone()
         finally:
             watcher.cancel()
             if not output.done():
@@ -178,7 +208,7 @@ class TurnResponse:
             if get.done():
                 ready = frame({"message": get.result().to_wire()}) + _drain(chunks)
                 if not output.done():
-                    await _write(send, ready)
+                    await self._write(send, ready)
                     ready = b""
                     continue
             else:
@@ -194,7 +224,14 @@ class TurnResponse:
             else frame(self._result(output.result()))
         )
         last = ready + _drain(chunks) + last
-        await send({"type": "http.response.body", "body": last, "more_body": False})
+        await self._write(send, last, more=False)
+
+    async def _write(self, send: Send, data: bytes, *, more: bool = True) -> None:
+        try:
+            async with asyncio.timeout(self.write_timeout):
+                await send({"type": "http.response.body", "body": data, "more_body": more})
+        except TimeoutError:
+            raise ClientStalledError from None
 
 
 def _drain(chunks: asyncio.Queue[AgentStreamChunk]) -> bytes:
@@ -207,10 +244,6 @@ def _drain(chunks: asyncio.Queue[AgentStreamChunk]) -> bytes:
 
 def _futures(*futures: asyncio.Future[Any]) -> set[asyncio.Future[Any]]:
     return set(futures)
-
-
-async def _write(send: Send, data: bytes) -> None:
-    await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
 async def _watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:

@@ -6,7 +6,8 @@ Configured by environment variables, so each test's server process can differ:
   amount, its idempotency key, the process id) *before* it sleeps;
 * ``NBA_TOOL_DELAY``: seconds the tool sleeps after writing its line (a slow side
   effect a client can time out on, abort during, or a stopped server can hold);
-* ``NBA_FAIL_FLAG``: while this file exists, the tool raises after its line.
+* ``NBA_FAIL_FLAG``: while this file exists, the tool raises after its line;
+* ``NBA_CHUNKS``: how many 1 KB text chunks the ``chatty`` agent streams per turn.
 """
 
 from __future__ import annotations
@@ -50,3 +51,19 @@ async def transfer(amount: int, ctx: nba.ToolContext) -> str:
 bank = nba.define_agent(
     "bank", model=FunctionModel(rules), tools=[transfer], store=nba.InMemorySessionStore()
 )
+
+
+CHUNKS = int(os.environ.get("NBA_CHUNKS", "2000"))
+
+
+async def _chatter(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+    piece = "x" * 1024
+    for i in range(CHUNKS):
+        await ctx.send_chunk({"role": "model", "index": 0, "content": [{"text": piece}]})
+        if i % 64 == 0:
+            await asyncio.sleep(0)
+    return "said it all"
+
+
+chatty = nba.define_custom_agent("chatty", _chatter, store=nba.InMemorySessionStore())
+both = [bank, chatty]

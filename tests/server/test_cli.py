@@ -136,5 +136,8 @@ def test_python_m_nb_agents_serve_runs_a_real_server(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         output = proc.communicate(timeout=30)[0]
-    assert f"nb-agents: echo at http://127.0.0.1:{port}/echo (server-managed state)" in output
+    assert (
+        f"nb-agents: echo at http://127.0.0.1:{port}/echo (server-managed state in SqliteSessionStore)"
+        in output
+    )
     assert f"nb-agents: client at http://127.0.0.1:{port}/client (client-managed state)" in output
