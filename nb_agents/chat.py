@@ -249,12 +249,16 @@ class Chat:
         self._abort_current = abort
         text = ""
         custom = copy.deepcopy(self.custom)
+        tools_ran = inp.resume is not None  # the history holds more than the reply: read it back
 
         async def on_chunk(raw: AgentStreamChunk) -> None:
-            nonlocal text, custom
+            nonlocal text, custom, tools_ran
             chunk_custom = None
-            if raw.model_chunk is not None and raw.model_chunk.role != "tool":
-                text += raw.model_chunk.text
+            if raw.model_chunk is not None:
+                if raw.model_chunk.role != "tool":
+                    text += raw.model_chunk.text
+                else:
+                    tools_ran = True
             if raw.custom_patch is not None:
                 import jsonpatch  # only custom agents patch state: keep it off the import path
 
@@ -271,7 +275,19 @@ class Chat:
             self._abort_current = None
             if queue is not None:
                 await queue.put(_DONE)
+        if tools_ran and out.state is None and out._history is None and out.snapshot_id:
+            out._history = await self._stored_history(out)
         return self._absorb(inp, out, custom)
+
+    async def _stored_history(self, out: AgentOutput) -> list[Message] | None:
+        """A remote server-managed turn's history, read back (its output carries only the reply)."""
+        if out.finish_reason not in ("stop", "interrupted", "length", "other", "unknown", "blocked"):
+            return None
+        try:
+            snap = await self.agent.get_snapshot(out.snapshot_id)
+        except Exception:  # noqa: BLE001 - a server without getSnapshot: keep the reply-only history
+            return None
+        return list(snap.state.messages) if snap is not None and snap.state is not None else None
 
     def _absorb(self, inp: AgentInput, out: AgentOutput, custom: Any) -> AgentResponse:
         res = AgentResponse(out, custom=custom, chat=self)
@@ -293,7 +309,11 @@ class Chat:
             self.artifacts = list(out.state.artifacts)
             self.custom = out.state.custom
         else:
-            if out.finish_reason != "aborted":
+            if out.finish_reason == "aborted":
+                pass  # an aborted turn changed nothing the chat continues from
+            elif out._history is not None:
+                self.messages = list(out._history)  # the stored history, tool rounds included
+            else:
                 if inp.message is not None:
                     self.messages.append(inp.message)
                 if out.message is not None:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from ._display import bundle
@@ -287,6 +287,9 @@ class AgentOutput(WireModel):
     artifacts: list[Artifact] | None = None
     finish_reason: FinishReason | None = None
     error: AgentErrorInfo | None = None
+    # In-process only, never on the wire: the session's history after a server-managed turn,
+    # which the output does not carry (a `Chat` of a local agent keeps its `messages` exact).
+    _history: list[Message] | None = PrivateAttr(default=None)
 
     def interrupts(self) -> list[Part]:
         """The interrupt parts of the output message."""

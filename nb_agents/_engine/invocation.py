@@ -206,6 +206,7 @@ class Invocation:
         )
         if self.store is not None:
             out.snapshot_id = snapshot_id if snapshot_id is not None else self.parent_id
+            out._history = list(session.messages)
         else:
             out.state = state if state is not None else session.state()
             if self.spec.signer is not None:
