@@ -18,11 +18,12 @@ claim Go calls ``tool.Interrupted(part)``.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ._json import to_json_value
+from ._json import canonical, to_json_value
 from .types import Part, ToolRequest, ToolResponse
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "InterruptCall",
     "held_for_approval",
     "interrupt_as",
+    "interrupt_digest",
     "respond_part",
     "restart_part",
     "to_json_value",
@@ -45,6 +47,25 @@ T = TypeVar("T", bound=BaseModel)
 
 APPROVAL_PREFIX = "Tool not in approved list:"
 """How `ToolApproval`'s pause message starts (Genkit's text, on every runtime)."""
+
+
+def interrupt_digest(request: Part) -> str:
+    """What identifies one pause of one call: its name, ref, input and pause data, hashed.
+
+    The answer builders put it in the answer's ``metadata.interruptDigest``, and
+    resume validation refuses an answer whose digest is not the paused
+    request's: an answer built for one pause cannot resume another that happens
+    to share its (name, ref).
+    """
+    tr = request.tool_request
+    assert tr is not None
+    body = {
+        "name": tr.name,
+        "ref": tr.ref,
+        "input": tr.input,
+        "interrupt": (request.metadata or {}).get("interrupt"),
+    }
+    return hashlib.sha256(canonical(body).encode()).hexdigest()[:24]
 
 
 def held_for_approval(part: Part) -> bool:
@@ -81,11 +102,16 @@ def respond_part(request: Part, output: Any, *, metadata: Any = None, mark: bool
 
     With ``mark`` (the default, as Go's ``Respond``) the part carries
     ``metadata.interruptResponse``; the chat builders leave it off as JS does.
+    The answer is bound to the pause it answers (``metadata.interruptDigest``).
     """
     tr = _tool_request(request)
     part = Part(tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=to_json_value(output)))
+    meta: dict[str, Any] = {}
     if mark:
-        part.metadata = {"interruptResponse": to_json_value(metadata) if metadata is not None else True}
+        meta["interruptResponse"] = to_json_value(metadata) if metadata is not None else True
+    if request.is_interrupt:
+        meta["interruptDigest"] = interrupt_digest(request)
+    part.metadata = meta or None
     return part
 
 
@@ -111,6 +137,8 @@ def restart_part(
     if replace_input is not None:
         meta["replacedInput"] = tr.input
         new_input = to_json_value(replace_input)
+    if request.is_interrupt:
+        meta["interruptDigest"] = interrupt_digest(request)
     return Part(
         tool_request=ToolRequest(name=tr.name, ref=tr.ref, input=new_input),
         metadata=meta or None,

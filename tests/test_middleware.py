@@ -8,6 +8,7 @@ import pytest
 from helpers import text_response, tool_call_response
 
 import nb_agents as nba
+from nb_agents.interrupts import interrupt_digest
 from nb_agents.middleware import ApprovalHold, Middleware, ModelNext, ToolApproval, ToolNext
 from nb_agents.testing import ScriptedModel
 
@@ -198,7 +199,7 @@ async def test_claimed_hold_approve_via_run(store: Any) -> None:
     approve = hold.approve()
     assert approve.to_wire() == {
         "toolRequest": {"name": "transferMoney", "ref": "t1", "input": {"amount": 500}},
-        "metadata": {"resumed": {"toolApproved": True}},
+        "metadata": {"resumed": {"toolApproved": True}, "interruptDigest": interrupt_digest(hold.part)},
     }
     out = await agent.run(nba.AgentInput(resume=nba.ToolResume(restart=[approve])), **_continue(out))
     assert out.finish_reason == "stop", out.error

@@ -13,6 +13,7 @@ from helpers import text_response, tool_call_response
 from pydantic import BaseModel
 
 import nb_agents as nba
+from nb_agents.interrupts import interrupt_digest
 from nb_agents.testing import ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -243,7 +244,10 @@ async def test_finished_sibling_is_stashed_as_pending_output_and_never_rerun() -
     assert ran == ["lookup:balance"]  # not run again
     tool_msg = model.requests[1].messages[-1]
     assert tool_msg.metadata == {"resumed": True}
-    assert [p.metadata for p in tool_msg.content] == [{"source": "pending"}, None]
+    assert [p.metadata for p in tool_msg.content] == [
+        {"source": "pending"},
+        {"interruptDigest": interrupt_digest(ask_part)},  # the respond as built, bound to its pause
+    ]
     assert model.requests[1].messages[-2].content[0].metadata in (None, {})
 
 

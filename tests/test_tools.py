@@ -10,6 +10,7 @@ from helpers import text_response, tool_call_response
 from pydantic import BaseModel
 
 import nb_agents as nba
+from nb_agents.interrupts import interrupt_digest
 from nb_agents.testing import ScriptedModel
 
 
@@ -307,22 +308,23 @@ def test_claim_builders_make_the_wire_parts() -> None:
     call = transfer_money.interrupted(PART)
     assert call is not None
     request = {"name": "transferMoney", "ref": "t1", "input": ORIG}
+    bound = interrupt_digest(PART)  # every answer names the pause it answers
     assert call.restart(ApprovalReply(approved=True)).to_wire() == {
         "toolRequest": request,
-        "metadata": {"resumed": {"approved": True}},
+        "metadata": {"resumed": {"approved": True}, "interruptDigest": bound},
     }
     new = {"amount": 50, "to": "savings"}
     assert call.restart_with_input(TransferInput(**new), ApprovalReply(approved=False)).to_wire() == {
         "toolRequest": {**request, "input": new},
-        "metadata": {"resumed": {"approved": False}, "replacedInput": ORIG},
+        "metadata": {"resumed": {"approved": False}, "replacedInput": ORIG, "interruptDigest": bound},
     }
     assert call.respond("sent by hand").to_wire() == {
         "toolResponse": {"name": "transferMoney", "ref": "t1", "output": "sent by hand"},
-        "metadata": {"interruptResponse": True},
+        "metadata": {"interruptResponse": True, "interruptDigest": bound},
     }
     assert call.approve().to_wire() == {
         "toolRequest": request,
-        "metadata": {"resumed": {"toolApproved": True}},
+        "metadata": {"resumed": {"toolApproved": True}, "interruptDigest": bound},
     }
     assert PART.metadata == {"interrupt": {"details": "Transfer $500"}}  # builders do not mutate
 

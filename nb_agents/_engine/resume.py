@@ -4,7 +4,11 @@ Rules (Genkit Go's, the strictest of the runtimes; see DESIGN.md):
 
 * the history must end in a model message with tool requests;
 * each respond/restart must name a tool request (name + ref) of that latest
-  model message; one from an earlier turn gets its own error;
+  model message that paused; one from an earlier turn gets its own error, one
+  that finished in the paused round (its output is kept) is refused, and an
+  answer built by nb_agents' builders for another pause (its
+  ``metadata.interruptDigest``) is refused too; a (name, ref) that occurs twice
+  in the latest message cannot be answered at all;
 * a restart's input must equal the original, unless the part carries
   ``metadata.replacedInput`` equal to the original and the new input fits the
   tool's input schema;
@@ -25,7 +29,7 @@ from pydantic import ValidationError
 
 from .._json import canonical
 from ..errors import FailedPreconditionError, InvalidArgumentError
-from ..interrupts import held_for_approval
+from ..interrupts import held_for_approval, interrupt_digest
 from ..tools import Tool
 from ..types import Message, Part, ToolResume
 
@@ -58,7 +62,16 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
             "Cannot 'resume' generation unless the previous message is a model message "
             "with at least one tool request."
         )
-    latest = {(p.tool_request.name, p.tool_request.ref): p for p in last.tool_requests if p.tool_request}
+    latest: dict[tuple[str, str | None], Part] = {}
+    for p in last.tool_requests:
+        assert p.tool_request is not None
+        key = (p.tool_request.name, p.tool_request.ref)
+        if key in latest:
+            raise InvalidArgumentError(
+                f"the paused model message has two requests of tool '{key[0]}'{_ref(key[1])}; an answer "
+                "cannot tell them apart, so this turn cannot be resumed (the model gave two calls one ref)"
+            )
+        latest[key] = p
 
     def in_earlier_turn(key: tuple[str, str | None]) -> bool:
         # only on the error path: walking the whole history is what a turn must not pay for
@@ -81,7 +94,13 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
             )
         answered.add(key)
         if key in latest:
-            return latest[key]
+            found = latest[key]
+            if not found.is_interrupt:
+                raise InvalidArgumentError(
+                    f"resume.{kind} references tool '{name}'{_ref(ref)}, which did not pause: it finished "
+                    "in the paused round and its output is kept; answer only the interrupted requests."
+                )
+            return found
         if in_earlier_turn(key):
             raise InvalidArgumentError(
                 f'resume.{kind} references tool "{name}"{_ref(ref)} from an earlier turn which is '
@@ -91,6 +110,15 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
             f"resume.{kind} references tool '{name}'{_ref(ref)} which was not found in session history."
         )
 
+    def bound(kind: str, answer: Part, original: Part, name: str, ref: str | None) -> None:
+        given = (answer.metadata or {}).get("interruptDigest")
+        if given is not None and given != interrupt_digest(original):
+            raise InvalidArgumentError(
+                f"resume.{kind} for tool '{name}'{_ref(ref)} was built for another pause of that call "
+                "(an earlier turn's request with the same ref, or other input or question); build the "
+                "answer from the latest response's interrupts."
+            )
+
     for part in resume.restart:
         tr = part.tool_request
         if tr is None:
@@ -98,6 +126,7 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
                 f"resume.restart entries must be toolRequest parts, got {part.to_json()}"
             )
         original = locate("restart", tr.name, tr.ref)
+        bound("restart", part, original, tr.name, tr.ref)
         assert original.tool_request is not None
         meta = part.metadata or {}
         if "replacedInput" in meta:
@@ -141,6 +170,7 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
                 f"resume.respond entries must be toolResponse parts, got {part.to_json()}"
             )
         original = locate("respond", resp.name, resp.ref)
+        bound("respond", part, original, resp.name, resp.ref)
         tool = tools.get(resp.name)
         # a call held for approval that the human denies never ran: the answer tells the
         # model so, it is not the tool's output, so the output schema does not apply

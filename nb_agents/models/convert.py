@@ -13,6 +13,7 @@ calls that arrived without one; the finished response.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "GenerationConfig",
     "RefCounter",
     "arguments_text",
+    "mint_ref",
     "build_response",
     "data_url",
     "output_text",
@@ -147,12 +149,23 @@ def data_url(url: str) -> tuple[str, str] | None:
     return head.removesuffix(";base64") or "application/octet-stream", data
 
 
-class RefCounter:
-    """Deterministic refs for tool calls that have none: ``<name>-<n>`` per name.
+def mint_ref(name: str) -> str:
+    """A ref for a tool call that came without an id: ``<name>-<12 hex digits>``, never repeated.
 
-    Used where an API has no call ids (Gemini) or where history from another
-    model lacks them: the n-th call of a name in a message gets the same ref
-    as the n-th response of that name in the tool message after it.
+    Refs must be unique within a session: resume validation binds an answer to
+    the paused call by (name, ref), so a ref that repeats from turn to turn (as
+    ``<name>-0`` did) would let an old answer resume a new question.
+    """
+    return f"{name}-{uuid.uuid4().hex[:12]}"
+
+
+class RefCounter:
+    """Deterministic refs for history whose tool calls have none: ``<name>-<n>`` per name.
+
+    Used when sending history (from another model, or written by hand) that
+    lacks refs to an API that needs ids: the n-th call of a name in a message
+    gets the same ref as the n-th response of that name in the tool message
+    after it. Calls a model answers without an id get `mint_ref` instead.
 
     Example:
         >>> refs = RefCounter()

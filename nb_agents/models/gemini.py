@@ -7,10 +7,12 @@ JSON schema in ``parametersJsonSchema``, a tool request is a ``functionCall``
 part and a tool response a ``functionResponse`` part (an output that is not
 an object is wrapped as ``{"output": value}``).
 
-Gemini calls usually carry no id: a call without one gets the deterministic
-ref ``<name>-<n>`` (the n-th call of that name in the message); Gemini itself
-matches responses to calls by name and order, which is the order our tool
-message keeps. An id Gemini does send is used as the ref and echoed back.
+Gemini calls usually carry no id: a call without one gets a fresh ref
+``<name>-<12 hex digits>`` (`mint_ref`), unique within the session, so an answer
+built for one turn's call can never resume another's; Gemini itself matches
+responses to calls by name and order, which is the order our tool message
+keeps, so the ref is never sent back. An id Gemini does send is used as the
+ref and echoed back.
 ``thoughtSignature`` values (required back by Gemini 3 during function
 calling) are kept in the part's metadata and returned with the part.
 
@@ -28,7 +30,7 @@ from typing import Any
 from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
 from ._provider import HttpModel, StreamState
 from .base import ModelChunkSink
-from .convert import RefCounter, build_response, data_url, split_config, system_text, tool_schema
+from .convert import build_response, data_url, mint_ref, split_config, system_text, tool_schema
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
 from .http import ServerSentEvent, read_error
 
@@ -221,7 +223,6 @@ class _Assembler(StreamState):
 
     def reset(self) -> None:
         self.parts: list[Part] = []
-        self.refs = RefCounter()
         self.finish_reason: str | None = None
         self.finish_message: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -284,7 +285,7 @@ class _Assembler(StreamState):
                 meta[_CALL_ID] = fc["id"]
             part = Part(
                 tool_request=ToolRequest(
-                    name=name, ref=self.refs.ref(name, fc.get("id")), input=fc.get("args") or {}
+                    name=name, ref=fc.get("id") or mint_ref(name), input=fc.get("args") or {}
                 ),
                 metadata=meta or None,
             )

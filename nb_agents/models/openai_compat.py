@@ -30,6 +30,7 @@ from .convert import (
     RefCounter,
     arguments_text,
     build_response,
+    mint_ref,
     output_text,
     parse_arguments,
     split_config,
@@ -251,7 +252,9 @@ def _usage(raw: Any) -> dict[str, Any] | None:
 
 
 def _call_part(call_id: str | None, name: str, arguments: str | None) -> Part:
-    return Part(tool_request=ToolRequest(name=name, ref=call_id, input=parse_arguments(arguments)))
+    # some OpenAI-compatible servers (llama.cpp, older Ollama) send calls without an id
+    ref = call_id or mint_ref(name)
+    return Part(tool_request=ToolRequest(name=name, ref=ref, input=parse_arguments(arguments)))
 
 
 def parse_completion(data: Any, provider: str) -> GenerateResponse:

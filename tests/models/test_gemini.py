@@ -19,6 +19,7 @@ GenerateContentResponse per ``data:`` line; errors use Google's envelope
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -185,7 +186,7 @@ async def test_request_body_field_by_field() -> None:
     }
 
 
-async def test_function_calls_get_deterministic_refs_and_signatures_round_trip() -> None:
+async def test_function_calls_get_unique_refs_and_signatures_round_trip() -> None:
     parts = [
         {
             "functionCall": {"name": "getBalance", "args": {"account": "checking"}},
@@ -198,11 +199,16 @@ async def test_function_calls_get_deterministic_refs_and_signatures_round_trip()
     m = model(server)
     res = await m.generate(GenerateRequest(messages=[user("go")], tools=TOOLS))
     calls = [p.tool_request for p in res.message.content]  # type: ignore[union-attr]
-    assert [(c.name, c.ref, c.input) for c in calls] == [  # type: ignore[union-attr]
-        ("getBalance", "getBalance-0", {"account": "checking"}),
-        ("getBalance", "getBalance-1", {"account": "savings"}),
-        ("transferMoney", "fc-9", {"amount": 5}),  # an id Gemini sends is the ref
+    assert [(c.name, c.input) for c in calls] == [  # type: ignore[union-attr]
+        ("getBalance", {"account": "checking"}),
+        ("getBalance", {"account": "savings"}),
+        ("transferMoney", {"amount": 5}),
     ]
+    assert calls[2].ref == "fc-9"  # type: ignore[union-attr]  # an id Gemini sends is the ref
+    # calls without an id get fresh refs: never <name>-0 again, so no answer can resume another turn
+    minted = [c.ref for c in calls[:2]]  # type: ignore[union-attr]
+    assert all(r is not None and re.fullmatch(r"getBalance-[0-9a-f]{12}", r) for r in minted)
+    assert len(set(minted)) == 2
     assert res.finish_reason == "stop"
     assert res.usage == {"inputTokens": 8, "outputTokens": 5, "totalTokens": 13}
     # answers go back by name and order; the signature and Gemini's own id come back with them
@@ -280,24 +286,27 @@ async def test_stream_text_thoughts_and_calls() -> None:
     server = FakeServer(responses=[sse_response(events, split=11)])
     res, chunks = await collect(model(server), GenerateRequest(messages=[user("balances")], tools=TOOLS))
     assert str(server.requests[0].url) == f"{BASE}/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    refs = [p.tool_request.ref for p in res.message.content if p.tool_request]  # type: ignore[union-attr]
+    assert len(set(refs)) == 2 and all(r.startswith("getBalance-") for r in refs)  # type: ignore[union-attr]
+    s1, s2 = refs
     assert [c.content[0].to_wire() for c in chunks] == [
         {"reasoning": "thinking it over"},
         {"text": "Let me "},
         {"text": "check."},
         {
-            "toolRequest": {"name": "getBalance", "ref": "getBalance-0", "input": {"account": "checking"}},
+            "toolRequest": {"name": "getBalance", "ref": s1, "input": {"account": "checking"}},
             "metadata": {"thoughtSignature": "s1"},
         },
-        {"toolRequest": {"name": "getBalance", "ref": "getBalance-1", "input": {"account": "savings"}}},
+        {"toolRequest": {"name": "getBalance", "ref": s2, "input": {"account": "savings"}}},
     ]
     assert res.to_wire()["message"]["content"] == [
         {"reasoning": "thinking it over"},
         {"text": "Let me check."},
         {
-            "toolRequest": {"name": "getBalance", "ref": "getBalance-0", "input": {"account": "checking"}},
+            "toolRequest": {"name": "getBalance", "ref": s1, "input": {"account": "checking"}},
             "metadata": {"thoughtSignature": "s1"},
         },
-        {"toolRequest": {"name": "getBalance", "ref": "getBalance-1", "input": {"account": "savings"}}},
+        {"toolRequest": {"name": "getBalance", "ref": s2, "input": {"account": "savings"}}},
     ]
     assert res.usage == {"inputTokens": 8, "outputTokens": 5, "totalTokens": 13}
 
