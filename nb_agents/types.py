@@ -322,6 +322,10 @@ class SessionSnapshot(WireModel):
     finish_reason: FinishReason | None = None
     error: AgentErrorInfo | None = None
     state: SessionState | None = None
+    # nb_agents' bookkeeping, kept by the stores and never sent on the wire (Genkit's Python
+    # client refuses unknown snapshot fields): whose session this is
+    agent: str | None = None
+    owner: str | None = None
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return bundle(self)

@@ -32,7 +32,9 @@ def spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     return task
 
 
-def pending_row(snapshot_id: str, session_id: str, parent_id: str | None) -> SessionSnapshot:
+def pending_row(
+    snapshot_id: str, session_id: str, parent_id: str | None, *, agent: str | None, owner: str | None
+) -> SessionSnapshot:
     """The row of a turn that has started and not finished: no state, a fresh heartbeat."""
     now = now_iso()
     return SessionSnapshot(
@@ -43,6 +45,8 @@ def pending_row(snapshot_id: str, session_id: str, parent_id: str | None) -> Ses
         updated_at=now,
         heartbeat_at=now,
         status="pending",
+        agent=agent,
+        owner=owner,
     )
 
 

@@ -36,6 +36,7 @@ from .exactly_once import claim_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
 from .loading import PreTurnFailureError, load_session
+from .ownership import Action
 from .resume import resume_digest
 from .spec import AgentSpec
 
@@ -81,6 +82,7 @@ class Invocation:
         self.finished = asyncio.Event()
         self.session: Session | None = None
         self.parent_id: str | None = None
+        self.owner: str | None = None  # the session's principal (recorded on every row it writes)
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -109,11 +111,8 @@ class Invocation:
         check_input(inp)
         self.closed = True
         try:
-            try:
-                self.session, self.parent_id = await load_session(self.spec, self.init)
-            except PreTurnFailureError as f:
-                return AgentOutput(finish_reason="failed", error=error_info(f.error))
-            return await self._turn(inp, 0)
+            refused = await self._load(inp)
+            return refused if refused is not None else await self._turn(inp, 0)
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -157,23 +156,36 @@ class Invocation:
         if not self.result.done():
             self.result.set_result(out)
 
+    async def _load(self, first: AgentInput | None) -> AgentOutput | None:
+        """Resolve the init into the session; a failed output when it cannot be."""
+        action: Action = "resume" if first is not None and first.resume is not None else "message"
+        try:
+            self.session, self.parent_id, self.owner = await load_session(
+                self.spec, self.init, context=self.options.context, action=action
+            )
+        except PreTurnFailureError as f:
+            return AgentOutput(finish_reason="failed", error=error_info(f.error))
+        return None
+
     async def _main(self) -> None:
         try:
-            try:
-                self.session, self.parent_id = await load_session(self.spec, self.init)
-            except PreTurnFailureError as f:
-                self._settle(AgentOutput(finish_reason="failed", error=error_info(f.error)))
+            # the first input says what the caller wants (a message or a resume), which is
+            # what the session's owner and policy are asked about
+            inp = await self._inputs.get()
+            refused = await self._load(inp)
+            if refused is not None:
+                self._settle(refused)
                 return
             last: AgentOutput | None = None
             turn_index = 0
             while True:
-                inp = await self._inputs.get()
                 if inp is None:
                     break
                 last = await self._turn(inp, turn_index)
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
+                inp = await self._inputs.get()
             self._settle(last or self._output("stop", message=None))
         except BaseException as exc:
             if not self.result.done():
@@ -367,6 +379,8 @@ class Invocation:
                 finish_reason=finish,
                 error=error,
                 state=state,
+                agent=self.spec.name,
+                owner=self.owner,
             )
 
         if audit:
@@ -382,7 +396,9 @@ class Invocation:
     async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
         """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its output."""
         assert self.store is not None and self.session is not None
-        pending = pending_row(child_id, self.session.session_id, parent_id)
+        pending = pending_row(
+            child_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
+        )
         outcome = await claim_resume(
             self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending
         )
@@ -429,7 +445,9 @@ class Invocation:
         self._watching.add(snapshot_id)
         if not written:
             assert self.session is not None
-            pending = pending_row(snapshot_id, self.session.session_id, parent_id)
+            pending = pending_row(
+                snapshot_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
+            )
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
 

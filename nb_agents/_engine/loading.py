@@ -10,12 +10,14 @@ id walks back over them to the nearest snapshot that can.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
 from ..session import Session
 from ..types import AgentInit, SessionSnapshot
 from .limits import check_init_ids, check_json
+from .ownership import Action, principal_of, visible
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -39,13 +41,23 @@ class PreTurnFailureError(Exception):
         self.error = error
 
 
-async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str | None]:
-    """The session an invocation starts from, and the snapshot it continues.
+async def load_session(
+    spec: AgentSpec,
+    init: AgentInit,
+    *,
+    context: Mapping[str, Any] | None = None,
+    action: Action = "message",
+) -> tuple[Session, str | None, str | None]:
+    """The session an invocation starts from, the snapshot it continues, and its owner.
 
     Raises the misuse errors (thrown, as in Genkit) directly, and wraps the
     pre-turn failures (an unknown or unresumable snapshot, answered as a
-    graceful ``failed`` output) in `PreTurnFailureError`.
+    graceful ``failed`` output) in `PreTurnFailureError`. A snapshot the caller
+    may not `action` (another agent's, another owner's: `ownership.visible`) is
+    answered exactly as an unknown one, before anything else about it is said.
+    A new session belongs to the caller's principal.
     """
+    principal = principal_of(context)
     store, name = spec.store, spec.name
     check_init_ids(init)
     if init.state is not None and store is not None:
@@ -62,15 +74,19 @@ async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str |
     if store is None:
         state = init.state
         if state is None:
-            return Session(str(uuid.uuid4())), None
+            return Session(str(uuid.uuid4())), None, None
         if spec.signer is not None:
             state = spec.signer.verify(state, name)  # signed by this agent: written by it, so writable
         else:
             check_json(state, "init.state")
-        return Session.from_state(state, state.session_id or str(uuid.uuid4())), None
+        return Session.from_state(state, state.session_id or str(uuid.uuid4())), None, None
+
+    def may(snap: SessionSnapshot) -> bool:
+        return visible(snap, agent=name, context=context, action=action, authorize=spec.authorize)
+
     if init.snapshot_id:
         snap = await store.get_snapshot(init.snapshot_id)
-        if snap is None:
+        if snap is None or not may(snap):
             raise PreTurnFailureError(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
         if init.session_id and snap.session_id != init.session_id:
             raise InvalidArgumentError(
@@ -85,19 +101,25 @@ async def load_session(spec: AgentSpec, init: AgentInit) -> tuple[Session, str |
                 )
             )
         assert snap.state is not None
-        return Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())), snap.snapshot_id
+        session = Session.from_state(snap.state, snap.session_id or str(uuid.uuid4()))
+        return session, snap.snapshot_id, snap.owner
     if init.session_id:
-        snap = await walk_back(store, init.session_id)
+        leaf = await store.get_latest(init.session_id)
+        if leaf is not None and not may(leaf):
+            raise PreTurnFailureError(NotFoundError(f"Session {init.session_id} not found."))
+        snap = await walk_back(store, init.session_id, leaf)
         if snap is None:
-            return Session(init.session_id), None
+            return Session(init.session_id), None, leaf.owner if leaf is not None else principal
         assert snap.state is not None
-        return Session.from_state(snap.state, init.session_id), snap.snapshot_id
-    return Session(str(uuid.uuid4())), None
+        return Session.from_state(snap.state, init.session_id), snap.snapshot_id, snap.owner
+    return Session(str(uuid.uuid4())), None, principal
 
 
-async def walk_back(store: SessionStore, session_id: str) -> SessionSnapshot | None:
-    """The session's leaf, or its nearest ancestor that a turn may continue."""
-    snap = await store.get_latest(session_id)
+async def walk_back(
+    store: SessionStore, session_id: str, leaf: SessionSnapshot | None = None
+) -> SessionSnapshot | None:
+    """The session's leaf (read unless given), or its nearest ancestor that a turn may continue."""
+    snap = leaf if leaf is not None else await store.get_latest(session_id)
     seen: set[str] = set()
     while snap is not None and not resumable(snap):
         if snap.snapshot_id in seen:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..session import Session, TurnHandler
 from ..tools import Tool
 from ..types import AgentInput
+from .ownership import Authorize
 
 if TYPE_CHECKING:
     from ..stores.base import SessionStore
@@ -36,6 +37,7 @@ class AgentSpec:
         signer: Signs and checks client-managed state; None to leave it unsigned.
         tools: The handler's tools by name (what a resume may restart).
         validate_input: The handler's check of an input, run before any claim.
+        authorize: The policy that lets a principal act on sessions others own.
     """
 
     name: str
@@ -44,3 +46,4 @@ class AgentSpec:
     signer: StateSigner | None = None
     tools: Mapping[str, Tool] = field(default_factory=dict)
     validate_input: InputCheck | None = None
+    authorize: Authorize | None = None

@@ -69,6 +69,7 @@ DEFAULT_CALL_CONFIG_KEYS = frozenset(
 )
 """The model settings a client may set per call by default: Genkit's common generation keys."""
 _COMPANION_KEYS = ("data", "init")
+_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 
@@ -274,7 +275,10 @@ class _AgentRoutes:
         if snap is None:
             what = f"Snapshot {snapshot_id}" if snapshot_id else f"Session {session_id}"
             raise NotFoundError(f"{what} not found.")
-        return JSONResponse({"result": redact(snap.to_wire(), debug=self.debug)})
+        wire = snap.to_wire()
+        for private in _PRIVATE_SNAPSHOT_FIELDS:  # nb_agents' own bookkeeping: Genkit's clients refuse it
+            wire.pop(private, None)
+        return JSONResponse({"result": redact(wire, debug=self.debug)})
 
     async def abort(self, request: Request) -> ASGIApp:
         _, data = await self._data(request)
