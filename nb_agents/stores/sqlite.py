@@ -2,9 +2,10 @@
 
 This module owns the store's connections and transactions and where they run;
 the tables and queries are `._sqlite_rows`'s, the compact values
-`._sqlite_codec`'s. A turn writes bytes in proportion to what it adds: a row
-keeps only the messages its turn added on top of its parent's, and a read
-rebuilds the history with one recursive query over that chain.
+`._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
+turn writes bytes in proportion to what it adds: a row keeps only the
+messages its turn added on top of its parent's, and a read rebuilds the
+history with one recursive query over that chain.
 
 Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
 processes on the same file serialize). A short transaction runs right on the
@@ -24,21 +25,21 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
 from ..errors import FailedPreconditionError
-from ..types import SessionSnapshot
+from ._base import BaseSessionStore
 from ._delta import MessageCache
 from ._sqlite_rows import SCHEMA, SCHEMA_VERSION, Rows
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, with_effective_status
 
 __all__ = ["SqliteSessionStore"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _POOL_MAX = 8
@@ -70,7 +71,7 @@ class _NotReadyError(Exception):
     """The store must check its schema (first use, or in a forked child) before running on the loop."""
 
 
-class SqliteSessionStore:
+class SqliteSessionStore(BaseSessionStore[Rows]):
     """A session store in one SQLite file: the embedded, persistent default.
 
     Safe to share between threads, event loops and processes (several kernels or
@@ -111,36 +112,6 @@ class SqliteSessionStore:
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
 
-    # -- the protocol -----------------------------------------------------------
-    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda rows: rows.get(snapshot_id), write=False))
-
-    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda rows: rows.latest(session_id), write=False))
-
-    async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
-    ) -> SessionSnapshot | None:
-        return await self._run(lambda rows: rows.save(snapshot_id, mutator, audit), write=True)
-
-    async def claim_resume(
-        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
-    ) -> ResumeClaim | None:
-        return await self._run(lambda rows: rows.claim(snapshot_id, digest, child_id, pending), write=True)
-
-    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        await self._run(lambda rows: rows.release(snapshot_id, child_id), write=True)
-
-    async def session_ids(self) -> list[str]:
-        return await self._run(lambda rows: rows.session_ids(), write=False)
-
-    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        if records:
-            await self._run(lambda rows: rows.add_audit(records), write=True)
-
-    async def audit(self, session_id: str) -> list[AuditRecord]:
-        return await self._run(lambda rows: rows.audit(session_id), write=False)
-
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
         with self._pool_lock:
@@ -150,7 +121,9 @@ class SqliteSessionStore:
         self._cache.clear()
 
     # -- where a transaction runs -------------------------------------------------
-    async def _run(self, fn: Callable[[Rows], T], *, write: bool) -> T:
+    async def _run(
+        self, write: bool, fn: Callable[Concatenate[Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
 
         A write that found the database busy never started (``BEGIN IMMEDIATE``
@@ -160,30 +133,31 @@ class SqliteSessionStore:
             self._writes += write
             if not write or self._writes % _CHECKPOINT_EVERY:
                 try:
-                    return self._transaction(fn, write=write, inline=True)
+                    return self._transaction(write, True, fn, args, kwargs)
                 except (_NotReadyError, _BusyError):
                     pass
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
-        return await anyio.to_thread.run_sync(lambda: self._transaction(fn, write=write, inline=False))
+        return await anyio.to_thread.run_sync(self._transaction, write, False, fn, args, kwargs)
 
-    def _transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+    def _transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
+        """``fn(rows, *args, **kwargs)`` in a transaction (writes hold this process's write lock)."""
         if not write:
-            return self._run_transaction(fn, write=False, inline=inline)
+            return self._run_transaction(write, inline, fn, args, kwargs)
         if not self._write_lock.acquire(blocking=not inline):
             raise _BusyError
         try:
-            return self._run_transaction(fn, write=True, inline=inline)
+            return self._run_transaction(write, inline, fn, args, kwargs)
         finally:
             self._write_lock.release()
 
-    def _run_transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+    def _run_transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
         with self._connection(inline) as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             rows = Rows(conn, self._cache)
             try:
-                out = fn(rows)
+                out: T = fn(rows, *args, **kwargs)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

@@ -36,11 +36,11 @@ def _message(rng: random.Random, n: int) -> Message:
     )
 
 
-def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int) -> SessionSnapshot:
+async def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int) -> SessionSnapshot:
     snapshot_id = rng.choice(IDS)
     parent_id = rng.choice([*IDS, None, "never-saved"])
     base: list[Message] = []
-    parent = memory._decode(parent_id) if parent_id else None
+    parent = await memory.get_snapshot(parent_id) if parent_id else None
     if parent is not None and parent.state is not None:
         base = list(parent.state.messages)
     how = rng.random()
@@ -85,7 +85,7 @@ async def test_any_sequence_of_writes_reads_as_in_memory(tmp_path: Path, seed: i
     path = tmp_path / "agents.db"
     store, memory = SqliteSessionStore(path), InMemorySessionStore()
     for step in range(120):
-        snap = _random_snapshot(rng, memory, step)
+        snap = await _random_snapshot(rng, memory, step)
         for s in (store, memory):
             await s.save_snapshot(snap.snapshot_id, lambda cur, snap=snap: snap)
         if step % 40 == 39:
