@@ -21,6 +21,7 @@ psycopg is imported here only; ``import nb_agents`` never loads it.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -87,7 +88,9 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         # what the repr shows; never the password
         self._where = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
         self._cache = MessageCache()
-        self._pool = PgPool(dsn, pool_size, self._init_schema, self._forked)
+        # the pool's callbacks do not hold the store: no reference cycle, so a store
+        # dropped without `close` frees its pool, which closes its connections
+        self._pool = PgPool(dsn, pool_size, partial(_init_schema, repr(self)), _forked(self))
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self._where!r})"
@@ -132,28 +135,37 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
             self._cache.put(seq, rev, messages)
         return out
 
-    # -- connections --------------------------------------------------------------
-    def _forked(self) -> None:
-        self._cache = MessageCache()  # writes since the fork are not in the parent's cache
 
-    def _init_schema(self, conn: psycopg.Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            found = conn.execute("SELECT to_regclass('nb_agents_meta') IS NOT NULL").fetchone()
-            version = None
-            if found is not None and found[0]:
-                got = conn.execute("SELECT value FROM nb_agents_meta WHERE key = 'schema_version'").fetchone()
-                version = int(got[0]) if got is not None else None
-            if version is not None and version > SCHEMA_VERSION:
-                raise FailedPreconditionError(
-                    f"{self!r} has nb_agents schema version {version}; "
-                    f"this nb_agents reads up to {SCHEMA_VERSION}."
-                )
-            if version != SCHEMA_VERSION:
-                for stmt in SCHEMA:
-                    conn.execute(stmt)
-                conn.execute(
-                    "INSERT INTO nb_agents_meta (key, value) VALUES ('schema_version', %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    (str(SCHEMA_VERSION),),
-                )
+def _forked(store: PostgresSessionStore) -> Callable[[], None]:
+    """What a forked child's pool calls: a new cache, writes since the fork are not in the parent's."""
+    ref = weakref.ref(store)
+
+    def forked() -> None:
+        live = ref()
+        if live is not None:
+            live._cache = MessageCache()
+
+    return forked
+
+
+def _init_schema(where: str, conn: psycopg.Connection[Any]) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        found = conn.execute("SELECT to_regclass('nb_agents_meta') IS NOT NULL").fetchone()
+        version = None
+        if found is not None and found[0]:
+            got = conn.execute("SELECT value FROM nb_agents_meta WHERE key = 'schema_version'").fetchone()
+            version = int(got[0]) if got is not None else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise FailedPreconditionError(
+                f"{where} has nb_agents schema version {version}; "
+                f"this nb_agents reads up to {SCHEMA_VERSION}."
+            )
+        if version != SCHEMA_VERSION:
+            for stmt in SCHEMA:
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT INTO nb_agents_meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (str(SCHEMA_VERSION),),
+            )

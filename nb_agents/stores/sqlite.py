@@ -16,7 +16,9 @@ that committed is cached. So a turn costs no thread hops unless the database
 is contended; and the loop never waits on a lock, on an fsync
 (``synchronous="FULL"`` writes, and the periodic WAL checkpoint, run in the
 thread), or on another process. The database runs in WAL mode: readers
-never wait for the writer.
+never wait for the writer. Pooled connections are closed by `close`, or when
+the store is garbage-collected, or at interpreter exit; a forked child keeps
+the ones it inherited referenced and unused (SQLite forbids using them there).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -55,6 +58,17 @@ _SQLITE_BUSY = 5
 # sleeps in growing steps and turns a short wait into a long tail under load.
 _WRITE_LOCKS: dict[str, threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
+
+
+# Connections a forked child inherited: never used, closed or collected there.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
+    if os.getpid() == pid:  # a fork's copy belongs to the parent
+        for pool in pools.values():
+            while pool:
+                pool.pop().close()
 
 
 def _write_lock(path: str) -> threading.Lock:
@@ -104,6 +118,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}  # by "inline"
         self._pool_lock = threading.Lock()
         self._pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
         self._writes = 0
         self._cache = MessageCache()
@@ -115,8 +130,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
         with self._pool_lock:
-            pools, self._pools = self._pools, {True: [], False: []}
-        for conn in (*pools[True], *pools[False]):
+            conns = [*self._pools[True], *self._pools[False]]
+            for pool in self._pools.values():
+                pool.clear()
+        for conn in conns:
             conn.close()
         self._cache.clear()
 
@@ -171,8 +188,13 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
     def _connection(self, inline: bool) -> Iterator[sqlite3.Connection]:
         with self._pool_lock:
             if self._pid != os.getpid():
-                # a forked child must not use its parent's connections (or trust its cache)
-                self._pid, self._pools, self._ready = os.getpid(), {True: [], False: []}, False
+                # a forked child must not use its parent's connections (nor close them), nor trust its cache
+                for pool in self._pools.values():
+                    _INHERITED.extend(pool)
+                    pool.clear()
+                self._pid, self._ready = os.getpid(), False
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
                 self._cache = MessageCache()
             if inline and not self._ready:
                 raise _NotReadyError  # the schema check waits for locks: not on the loop

@@ -10,10 +10,12 @@ closed by the test (a pooled connection left to the garbage collector warns).
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,25 @@ async def test_a_newer_schema_is_refused(dsn: str) -> None:
     async with PostgresSessionStore(dsn) as store:
         with pytest.raises(FailedPreconditionError, match="schema version 99"):
             await store.get_snapshot("a")
+
+
+def test_a_store_dropped_without_close_closes_its_connections(dsn: str) -> None:
+    async def use(store: PostgresSessionStore) -> None:
+        await put(store, snap("a"))
+        # anyio's idle worker thread holds its last job (the store's) until it runs the next
+        await anyio.to_thread.run_sync(int)
+
+    store = PostgresSessionStore(dsn)
+    anyio.run(use, store)
+    idle = list(store._pool._idle)
+    ref = weakref.ref(store)
+    gc.disable()
+    try:
+        del store
+        assert ref() is None  # freed at once: no reference cycle waits for the garbage collector
+    finally:
+        gc.enable()
+    assert idle and all(conn.closed for conn in idle)
 
 
 def test_repr_hides_the_password_and_a_bad_dsn_is_named() -> None:

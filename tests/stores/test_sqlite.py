@@ -5,12 +5,15 @@ the event loop, and refuses a database file of another schema version."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import sqlite3
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 import nb_agents as nba
@@ -196,3 +199,21 @@ async def test_a_store_that_syncs_every_commit(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(ValueError, match="synchronous must be one of"):
         SqliteSessionStore(tmp_path / "x.db", synchronous="sometimes")
+
+
+async def test_a_store_dropped_without_close_closes_its_connections(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "agents.db")
+    await store.save_snapshot("a", lambda cur: snap("a"))
+    await store.get_snapshot("a")
+    await anyio.to_thread.run_sync(int)  # anyio's idle worker holds its last job (the store's) until the next
+    pooled = [conn for pool in store._pools.values() for conn in pool]
+    ref = weakref.ref(store)
+    gc.disable()
+    try:
+        del store
+        assert ref() is None and pooled  # freed at once: no reference cycle waits for the garbage collector
+    finally:
+        gc.enable()
+    for conn in pooled:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
