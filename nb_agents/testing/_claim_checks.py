@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import pytest
 
 from ..stores.base import AuditRecord, ResumeClaim, SessionStore
 from ..types import SessionSnapshot, SessionState
@@ -36,9 +35,9 @@ def _one_winner(results: dict[str, ResumeClaim | None]) -> None:
     assert {res for res in results.values() if res is not None} == {won}
 
 
-@pytest.mark.anyio
 class ClaimChecks:
-    """The compare-and-swap of a resume, the audit trail, and operations that race."""
+    """The checks of the compare-and-swap of a resume, the audit trail, and races (a mixin
+    of `StoreConformance`, which has the fixtures)."""
 
     # -- claims -------------------------------------------------------------------------
     async def test_claim_resume_first_wins(self, store: SessionStore) -> None:

@@ -1,16 +1,13 @@
 """The checks of the store conformance suite: rows, leaves, reads (`RowChecks`).
 
 `StoreConformance` (in `.stores`, with the claims and audit checks of
-`._claim_checks`) is what a store's tests subclass. This module is imported
-through `.stores`, which registers it for pytest's assertion rewriting first.
+`._claim_checks`) is what a store's tests subclass. Imported through
+`.stores`, which registers it for pytest's assertion rewriting first.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -21,45 +18,12 @@ from ._store_samples import RICH, answer, msg, put, snap
 __all__ = ["RowChecks"]
 
 
-async def _close(store: object) -> None:
-    """The store's ``aclose()``, else its ``close()``, if it has either."""
-    for name in ("aclose", "close"):
-        method = getattr(store, name, None)
-        if callable(method):
-            result = method()
-            if inspect.isawaitable(result):
-                await result
-            return
-
-
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@pytest.mark.anyio
 class RowChecks:
-    """How a store makes stores for the checks, and the checks of rows and reads."""
-
-    def make_store(self, tmp_path: Path) -> SessionStore | Awaitable[SessionStore]:
-        """A new, empty store (may be a coroutine); `tmp_path` is a fresh directory of this test."""
-        raise NotImplementedError(
-            f"{type(self).__name__}: define make_store(self, tmp_path) to return a new, empty store "
-            "(or override the `store` fixture)"
-        )
-
-    @pytest.fixture
-    def anyio_backend(self) -> str:
-        return "asyncio"
-
-    @pytest.fixture
-    async def store(self, tmp_path: Path, anyio_backend: str) -> AsyncIterator[SessionStore]:
-        """The store under test: `make_store`'s, closed after the test."""
-        made = self.make_store(tmp_path)
-        store = await made if inspect.isawaitable(made) else made
-        try:
-            yield store
-        finally:
-            await _close(store)
+    """The checks of rows and reads (a mixin of `StoreConformance`, which has the fixtures)."""
 
     # -- rows ---------------------------------------------------------------------------
     async def test_is_a_session_store(self, store: SessionStore) -> None:

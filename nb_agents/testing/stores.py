@@ -44,7 +44,13 @@ Importing this module imports pytest (``import nb_agents.testing`` does not).
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+
 import pytest
+
+from ..stores.base import SessionStore
 
 # before the checks are imported: pytest shows their failed assertions in full
 pytest.register_assert_rewrite("nb_agents.testing._claim_checks", "nb_agents.testing._store_checks")
@@ -64,3 +70,37 @@ class StoreConformance(RowChecks, ClaimChecks):
         ...     def make_store(self, tmp_path):
         ...         return InMemorySessionStore()
     """
+
+    pytestmark = pytest.mark.anyio  # every check is async, on anyio's pytest plugin
+
+    def make_store(self, tmp_path: Path) -> SessionStore | Awaitable[SessionStore]:
+        """A new, empty store (or a coroutine that makes one); `tmp_path` is this test's own directory."""
+        raise NotImplementedError(
+            f"{type(self).__name__}: define make_store(self, tmp_path) to return a new, empty store "
+            "(or override the `store` fixture)"
+        )
+
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"
+
+    @pytest.fixture
+    async def store(self, tmp_path: Path, anyio_backend: str) -> AsyncIterator[SessionStore]:
+        """The store under test: `make_store`'s, closed after the test."""
+        made = self.make_store(tmp_path)
+        store = await made if inspect.isawaitable(made) else made
+        try:
+            yield store
+        finally:
+            await _close(store)
+
+
+async def _close(store: object) -> None:
+    """The store's ``aclose()``, else its ``close()``, if it has either."""
+    for name in ("aclose", "close"):
+        method = getattr(store, name, None)
+        if callable(method):
+            result = method()
+            if inspect.isawaitable(result):
+                await result
+            return
