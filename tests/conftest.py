@@ -1,11 +1,12 @@
-"""Shared fixtures: the anyio backend, and a session store of every kind."""
+"""Shared fixtures: the anyio backend, and a session store of every kind (closed after its test)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_kinds import STORE_KINDS, make_store
+from store_kinds import STORE_KINDS, close_stores, make_store
 
 import nb_agents as nba
 
@@ -13,6 +14,13 @@ import nb_agents as nba
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    """Close the stores `make_store` made during the test, once it is done with them."""
+    yield
+    close_stores()
 
 
 @pytest.fixture(params=STORE_KINDS)

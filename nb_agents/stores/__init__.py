@@ -2,7 +2,10 @@
 
 `InMemorySessionStore` for tests, `FileSessionStore` for readable JSON files,
 `SqliteSessionStore`, the embedded default for anything that must survive a
-restart.
+restart, `PostgresSessionStore` for several server processes. Each is a
+`._base.BaseSessionStore` (the shared rules) over its own storage primitives;
+any object that satisfies the `SessionStore` protocol is a store too, and
+`nb_agents.testing.stores` checks one against the contract.
 """
 
 import importlib

@@ -2,9 +2,13 @@
 
 Each connection serves one transaction at a time, in whichever thread asks.
 A pooled connection that the server closed (a restart, an idle timeout) is
-dropped and another taken; a forked child starts an empty pool of its own.
-psycopg is imported by `postgres.py` first, so this module never loads it
-for ``import nb_agents``.
+dropped and another taken; a forked child starts an empty pool of its own,
+and keeps the connections it inherited referenced and unused (closing one
+would end the parent's session on the shared socket; the garbage collector
+would not, but would warn). The idle connections are closed by `close`, or
+when the pool is garbage-collected, or at interpreter exit: never left for
+the garbage collector to find at some random moment. psycopg is imported by
+`postgres.py` first, so this module never loads it for ``import nb_agents``.
 """
 
 from __future__ import annotations
@@ -12,12 +16,22 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 
 __all__ = ["PgPool"]
+
+# Connections a forked child inherited: never used, closed or collected there.
+_INHERITED: list[psycopg.Connection[Any]] = []
+
+
+def _close_all(conns: list[psycopg.Connection[Any]], pid: int) -> None:
+    if os.getpid() == pid:  # a fork's copy of the list belongs to the parent
+        while conns:
+            conns.pop().close()
 
 
 class PgPool:
@@ -29,6 +43,9 @@ class PgPool:
         init: Run on new connections until it succeeded once (per process):
             creates the schema.
         on_fork: Called when the pool finds itself in a forked child.
+
+    Neither callable should hold the pool's owner: the pool would then live in
+    a reference cycle, which only the cyclic garbage collector frees.
     """
 
     def __init__(
@@ -46,6 +63,7 @@ class PgPool:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._ready = False
+        self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
 
     @contextlib.contextmanager
     def transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:
@@ -63,8 +81,10 @@ class PgPool:
             self._release(conn)
 
     def close(self) -> None:
+        """Close the idle connections (those in use are closed or pooled when released)."""
         with self._lock:
-            idle, self._idle = self._idle, []
+            idle = self._idle[:]
+            self._idle.clear()
         for conn in idle:
             conn.close()
 
@@ -79,12 +99,19 @@ class PgPool:
                 if not pooled:
                     raise
                 # the server closed a pooled connection (a restart, an idle timeout): take another
+            except BaseException:
+                conn.close()
+                raise
 
     def _acquire(self) -> tuple[psycopg.Connection[Any], bool]:
         with self._lock:
             if self._pid != os.getpid():
-                # a forked child must not use its parent's connections
-                self._pid, self._idle, self._ready = os.getpid(), [], False
+                # a forked child must not use its parent's connections, nor close them
+                _INHERITED.extend(self._idle)
+                self._idle.clear()
+                self._pid, self._ready = os.getpid(), False
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
                 self._on_fork()
             if self._idle:
                 return self._idle.pop(), True

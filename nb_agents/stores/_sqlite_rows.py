@@ -1,7 +1,7 @@
 """The tables of `SqliteSessionStore` and every query on them.
 
-`Rows` runs inside a transaction that the store opened on one connection; it
-never commits. The schema (``PRAGMA user_version`` 2)::
+`Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
+that the store opened on one connection; it never commits. The schema (``PRAGMA user_version`` 2)::
 
     sessions   key INTEGER PRIMARY KEY, id UNIQUE, first   -- first: seq of its first snapshot
     snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
@@ -14,7 +14,7 @@ Values are `._sqlite_codec`'s compact forms. A reference to a snapshot
 named row's ``seq`` when that row exists, else its encoded id; a row inserted
 later adopts the rows that named it by id. ``leaf`` is 1 when the row has a
 session and no row of that session names it as parent, so a small partial
-index finds a session's leaves for `pick_leaf`. A row whose ``base_len`` is
+index finds a session's leaves. A row whose ``base_len`` is
 set holds only the messages its turn added (``tail``) on top of the first
 ``base_len`` of its parent's (the delta encoding of `._delta`); a parent is
 a base only when it is older (smaller ``seq``), so a chain cannot loop.
@@ -27,7 +27,7 @@ with a unary ``+`` wherever a reference meets a ``seq``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..types import Message, SessionSnapshot, SessionState
@@ -48,7 +48,7 @@ from ._sqlite_codec import (
     unpack_state,
     unpack_tail,
 )
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, apply_mutator, pending_mutator
+from .base import AuditRecord, ResumeClaim
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "Rows"]
 
@@ -83,7 +83,6 @@ _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind
     LEFT JOIN snapshots p ON typeof(s.parent) = 'integer' AND p.seq = s.parent
     LEFT JOIN sessions ss ON ss.key = s.session"""
 _BY_ID = _SELECT + " WHERE s.id = ?"
-_BY_SEQ = _SELECT + " WHERE s.seq = ?"
 _PARENT_ROW = "SELECT seq, rev, base_len, tail, state IS NOT NULL FROM snapshots WHERE id = ?"
 _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, parent, base_len, tail) AS (
         SELECT 0, seq, rev, parent, base_len, tail FROM snapshots WHERE seq = ?
@@ -113,7 +112,7 @@ _SESSION, _PARENT, _PARENT_ID, _SESSION_ID = range(9, 13)
 
 
 class Rows:
-    """The queries of one transaction.
+    """The primitives of one transaction (`StoreTransaction`).
 
     Args:
         conn: A connection inside a transaction (``BEGIN IMMEDIATE`` for writes).
@@ -126,24 +125,28 @@ class Rows:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []
+        self._loaded: dict[str, Any] = {}  # the rows `load` read, for `write`
+        # references this transaction resolved or wrote: a save's audit records and
+        # a claim's child name the row just written without another query
+        self._known: dict[str, Ref] = {}
+        self._sessions: dict[str, int] = {}
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
         row = self.conn.execute(_BY_ID, (encode_id(snapshot_id),)).fetchone()
         return self._decode(row) if row is not None else None
 
-    def latest(self, session_id: str) -> SessionSnapshot | None:
-        """The session's leaf as `pick_leaf` picks it: the newest ``createdAt``, then the greatest id."""
+    def load(self, snapshot_id: str) -> SessionSnapshot | None:
+        row = self.conn.execute(_BY_ID, (encode_id(snapshot_id),)).fetchone()
+        self._loaded[snapshot_id] = row
+        return self._decode(row) if row is not None else None
+
+    def leaves(self, session_id: str) -> list[tuple[str, str]]:
         key = self._session_key(session_id)
         if key is None:
-            return None
-        leaves = self.conn.execute(
-            "SELECT seq, created, id FROM snapshots WHERE session = ? AND leaf = 1", (key,)
-        ).fetchall()
-        if not leaves:
-            return None
-        seq = max(leaves, key=lambda r: (decode_time(r[1]) or "", decode_id(r[2])))[0]
-        return self._decode(self.conn.execute(_BY_SEQ, (seq,)).fetchone())
+            return []
+        rows = self.conn.execute("SELECT created, id FROM snapshots WHERE session = ? AND leaf = 1", (key,))
+        return [(decode_time(created) or "", decode_id(snapshot_id)) for created, snapshot_id in rows]
 
     def session_ids(self) -> list[str]:
         rows = self.conn.execute("SELECT id FROM sessions WHERE first IS NOT NULL ORDER BY first")
@@ -158,76 +161,50 @@ class Rows:
             for record, snap, snap_id, child, child_id in self.conn.execute(_AUDIT, (key,))
         ]
 
-    # -- writes -----------------------------------------------------------------------
-    def save(
-        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord] = ()
-    ) -> SessionSnapshot | None:
-        saved = self._save(snapshot_id, mutator, audit)
-        return saved[0] if saved is not None else None
-
-    def _save(
-        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord]
-    ) -> tuple[SessionSnapshot, int] | None:
-        """`save`, and the written row's seq."""
-        key = encode_id(snapshot_id)
-        row = self.conn.execute(_BY_ID, (key,)).fetchone()
-        current = self._decode(row) if row is not None else None
-        new = apply_mutator(snapshot_id, current, mutator)
-        if new is None:
-            return None
-        old = list(current.state.messages) if current is not None and current.state is not None else []
-        seq, session, parent = self._write(key, row, old, new)
-        if audit:
-            known: dict[str, Ref] = {snapshot_id: seq}
-            if new.parent_id is not None and parent is not None:
-                known[new.parent_id] = parent
-            self.add_audit(audit, known, {new.session_id: session} if session is not None else {})
-        return new, seq
-
-    def claim(
-        self, snapshot_id: str, digest: str, child_id: str, pending: SessionSnapshot | None
-    ) -> ResumeClaim | None:
+    def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
         refs = self._refs(snapshot_id)
         marks = ", ".join("?" * len(refs))
         won = self.conn.execute(f"SELECT digest, child FROM claims WHERE snap IN ({marks})", refs).fetchone()
-        if won is not None:
-            return ResumeClaim(decode_digest(won[0]), self._id_of(won[1]))
-        saved = self._save(child_id, pending_mutator(pending), ()) if pending is not None else None
-        child = saved[1] if saved is not None else self._refs(child_id)[0]
+        return ResumeClaim(decode_digest(won[0]), self._id_of(won[1])) if won is not None else None
+
+    # -- writes -----------------------------------------------------------------------
+    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+        old = list(current.state.messages) if current is not None and current.state is not None else []
+        key = encode_id(snapshot_id)
+        seq, session, parent = self._write(key, self._loaded.pop(snapshot_id), old, new)
+        self._known[snapshot_id] = seq
+        if new.parent_id is not None and parent is not None:
+            self._known[new.parent_id] = parent
+        if new.session_id is not None and session is not None:
+            self._sessions[new.session_id] = session
+
+    def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.conn.execute(
             "INSERT INTO claims (snap, digest, child) VALUES (?, ?, ?)",
-            (refs[0], encode_digest(digest), child),
+            (self._ref(snapshot_id), encode_digest(claim.digest), self._ref(claim.child_id)),
         )
-        return None
 
-    def release(self, snapshot_id: str, child_id: str) -> None:
-        snaps, children = self._refs(snapshot_id), self._refs(child_id)
+    def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
+        snaps, children = self._refs(snapshot_id), self._refs(claim.child_id)
         self.conn.execute(
             f"DELETE FROM claims WHERE snap IN ({', '.join('?' * len(snaps))}) "
             f"AND child IN ({', '.join('?' * len(children))})",
             (*snaps, *children),
         )
 
-    def add_audit(
-        self,
-        records: Iterable[AuditRecord],
-        known: dict[str, Ref] | None = None,
-        sessions: dict[str | None, int] | None = None,
-    ) -> None:
-        """Append records; `known` and `sessions` are references already resolved (by id)."""
-        known, sessions = dict(known or {}), dict(sessions or {})
+    def add_audit(self, records: Sequence[AuditRecord]) -> None:
         for rec in records:
-            session = sessions.get(rec.session_id)
+            session = self._sessions.get(rec.session_id)
             if session is None:
-                session = sessions[rec.session_id] = self._intern(rec.session_id)[0]
+                session = self._sessions[rec.session_id] = self._intern(rec.session_id)[0]
             n = self.conn.execute("SELECT coalesce(max(n), 0) + 1 FROM audit WHERE session = ?", (session,))
             self.conn.execute(
                 "INSERT INTO audit (session, n, snap, child, record) VALUES (?, ?, ?, ?, ?)",
                 (
                     session,
                     n.fetchone()[0],
-                    self._known(rec.snapshot_id, known),
-                    self._known(rec.child_id, known),
+                    self._ref(rec.snapshot_id),
+                    self._ref(rec.child_id),
                     pack_audit(rec),
                 ),
             )
@@ -334,8 +311,9 @@ class Rows:
         found = self.conn.execute("SELECT seq FROM snapshots WHERE id = ?", (key,)).fetchone()
         return (found[0], key) if found is not None else (key,)
 
-    def _known(self, snapshot_id: str, known: dict[str, Ref]) -> Ref:
-        ref = known.get(snapshot_id)
+    def _ref(self, snapshot_id: str) -> Ref:
+        """How a new reference names the snapshot: its seq when it has a row, else its id."""
+        ref = self._known.get(snapshot_id)
         return ref if ref is not None else self._refs(snapshot_id)[0]
 
     def _id_of(self, ref: Ref) -> str:

@@ -1,4 +1,4 @@
-"""The session-store protocol and the rules every store shares.
+"""The session-store protocol and the values every store shares.
 
 A store keeps `SessionSnapshot` rows and owns three atomic operations:
 
@@ -17,9 +17,12 @@ A store keeps `SessionSnapshot` rows and owns three atomic operations:
 Stores also keep the audit trail (`AuditRecord`: who answered which
 interrupt, how, when) and list their sessions, for ``agent.pending()``.
 
-Leaf selection for a session id (`pick_leaf`) and the ``expired`` reading of a
-stale pending row (`effective_status`) are shared here, so every store
-answers alike.
+`SessionStore` is the protocol the engine calls; any object that satisfies it
+is a store. The built-in stores share the rules of the protocol through
+`._base.BaseSessionStore`; this module holds the values and the two readings
+they have in common: which snapshot is a session's leaf (`pick_leaf`,
+`leaves`) and when a pending row reads ``expired`` (`effective_status`).
+`nb_agents.testing.stores` checks a store against the whole contract.
 """
 
 from __future__ import annotations
@@ -37,12 +40,12 @@ __all__ = [
     "HEARTBEAT_TIMEOUT",
     "ResumeClaim",
     "SessionStore",
+    "Lineage",
     "SnapshotMutator",
-    "apply_mutator",
     "audit_records",
     "effective_status",
+    "leaves",
     "now_iso",
-    "pending_mutator",
     "pick_leaf",
 ]
 
@@ -76,41 +79,32 @@ def effective_status(snap: SessionSnapshot, *, now: datetime | None = None) -> s
     return status
 
 
-def with_effective_status(snap: SessionSnapshot | None) -> SessionSnapshot | None:
-    if snap is None:
-        return None
-    status = effective_status(snap)
-    return snap if status == snap.status else snap.model_copy(update={"status": status})
+# One row of a session's lineage: (snapshot_id, parent_id, created_at).
+Lineage = tuple[str, str | None, str | None]
 
 
-def pending_mutator(pending: SessionSnapshot) -> SnapshotMutator:
-    """The save that a winning claim makes: `pending`, unless the row exists."""
-    return lambda cur: pending if cur is None else None
+def leaves(lineage: Iterable[Lineage]) -> list[tuple[str, str]]:
+    """The leaves of a session: ``(created_at or "", snapshot_id)`` of each row no other names as parent.
 
+    The greatest pair is the session's latest snapshot: the newest, and of
+    those created at once, the greatest id (as `str` compares, by code point).
 
-def apply_mutator(
-    snapshot_id: str, current: SessionSnapshot | None, mutator: SnapshotMutator
-) -> SessionSnapshot | None:
-    """Run a save's mutator with the rules every store shares: the store owns
-    the id, and a row keeps the session it was created in."""
-    new = mutator(current)
-    if new is None:
-        return None
-    if new.snapshot_id != snapshot_id:
-        new = new.model_copy(update={"snapshot_id": snapshot_id})
-    if current is not None and current.session_id and new.session_id != current.session_id:
-        new = new.model_copy(update={"session_id": current.session_id})
-    return new
+    Example:
+        >>> max(leaves([("a", None, "t1"), ("b", "a", "t2"), ("c", "a", "t0")]))
+        ('t2', 'b')
+    """
+    rows = list(lineage)
+    parents = {parent for _, parent, _ in rows if parent}
+    return [(created or "", snapshot_id) for snapshot_id, _, created in rows if snapshot_id not in parents]
 
 
 def pick_leaf(snaps: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
-    """The leaf of a session: a snapshot no other names as parent; newest wins."""
+    """The leaf of a session: a snapshot no other names as parent; newest wins (see `leaves`)."""
     rows = list(snaps)
-    parents = {s.parent_id for s in rows if s.parent_id}
-    leaves = [s for s in rows if s.snapshot_id not in parents]
-    if not leaves:
+    found = max(leaves((s.snapshot_id, s.parent_id, s.created_at) for s in rows), default=None)
+    if found is None:
         return None
-    return max(leaves, key=lambda s: (s.created_at or "", s.snapshot_id))
+    return next(s for s in rows if (s.created_at or "", s.snapshot_id) == found)
 
 
 @dataclass(frozen=True)

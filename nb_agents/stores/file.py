@@ -12,14 +12,15 @@ file systems)::
     <dir>/.lock                       the cross-process lock
 
 A file is written whole to a temporary file and moved into place with
-`os.replace`, so a reader never sees half of one. Read-modify-writes hold an
-exclusive `fcntl.flock` on ``.lock`` (between processes) and a threading lock;
-reads of several files hold a shared flock. A save with audit records, and a
-claim with its pending row, write their files under one exclusive lock, so no
-other write comes between them (a crash between the two files can lose the
-second). Each snapshot stores its whole
-state: this store is the simple, inspectable one (use `SqliteSessionStore` for
-long conversations).
+`os.replace`, so a reader never sees half of one. An operation is a
+transaction of `_Files`: under an exclusive `fcntl.flock` on ``.lock``
+(between processes) and a threading lock for a write, a shared flock for a
+read. A write transaction encodes every file it writes first (a value JSON
+cannot hold fails before anything is written) and moves them into place at
+its end, so no other write comes between a save and its audit records, or a
+claim and its pending row (a crash between two files can lose the second).
+Each snapshot stores its whole state: this store is the simple, inspectable
+one (use `SqliteSessionStore` for long conversations).
 """
 
 from __future__ import annotations
@@ -32,24 +33,18 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 from pydantic import BaseModel
 
 from ..types import SessionSnapshot
-from .base import (
-    AuditRecord,
-    ResumeClaim,
-    SnapshotMutator,
-    apply_mutator,
-    pending_mutator,
-    pick_leaf,
-    with_effective_status,
-)
+from ._base import BaseSessionStore
+from .base import AuditRecord, ResumeClaim, leaves
 
 if sys.platform != "win32":
     import fcntl
@@ -57,8 +52,10 @@ if sys.platform != "win32":
 __all__ = ["FileSessionStore"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
 
 
 def _fname(key: str) -> str:
@@ -68,21 +65,28 @@ def _fname(key: str) -> str:
     return f"{readable}-{digest}.json" if readable else f"{digest}.json"
 
 
+def _decode(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+
+
 def _read_json(path: Path) -> Any:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    return json.loads(data.decode("utf-8", "surrogatepass"))
+    return _decode(data)
 
 
-def _write_json(path: Path, value: Any) -> None:
+def _write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data + b"\n")
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -98,17 +102,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _audit_by_session(records: Sequence[AuditRecord]) -> dict[str, list[dict[str, Any]]]:
-    """Records as the JSON they are stored as, by session."""
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for rec in records:
-        # through JSON now, so a value JSON cannot hold fails here, before any write
-        data = json.loads(json.dumps(rec.to_dict(), default=_jsonable))
-        by_session.setdefault(rec.session_id, []).append(data)
-    return by_session
-
-
-class FileSessionStore:
+class FileSessionStore(BaseSessionStore["_Files"]):
     """A session store of plain JSON files, one per snapshot, that you can read and diff.
 
     Safe to share between threads, event loops and processes on one machine
@@ -134,129 +128,128 @@ class FileSessionStore:
     def __repr__(self) -> str:
         return f"FileSessionStore({str(self.directory)!r})"
 
-    def _snapshot_path(self, snapshot_id: str) -> Path:
-        return self.directory / "snapshots" / _fname(snapshot_id)
+    async def _run(
+        self, write: bool, fn: Callable[Concatenate[_Files, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        return await anyio.to_thread.run_sync(partial(self._transaction, write, fn, *args, **kwargs))
 
-    def _index_path(self, session_id: str) -> Path:
-        return self.directory / "sessions" / _fname(session_id)
+    def _transaction(
+        self, write: bool, fn: Callable[Concatenate[_Files, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """In a worker thread: `fn` on a `_Files` under the lock, its writes moved into place at the end."""
+        with self._locked(exclusive=write):
+            files = _Files(self.directory)
+            out = fn(files, *args, **kwargs)
+            if write:
+                files.commit()
+            return out
 
-    # -- the protocol -----------------------------------------------------------
-    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda: self._load(snapshot_id)))
+    @contextlib.contextmanager
+    def _locked(self, *, exclusive: bool) -> Iterator[None]:
+        thread_lock: contextlib.AbstractContextManager[Any] = (
+            self._thread_lock if exclusive else contextlib.nullcontext()
+        )
+        with thread_lock, open(self._lock_path, "a+b") as fh:
+            if sys.platform != "win32":
+                # flock locks belong to the open file, so this also excludes other
+                # threads of this process that opened the lock file themselves
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
 
-    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
-        def latest() -> SessionSnapshot | None:
-            with self._locked(exclusive=False):
-                index = _read_json(self._index_path(session_id)) or {}
-                entries = [SessionSnapshot.model_validate(e) for e in index.get("snapshots", [])]
-                leaf = pick_leaf(entries)
-                return self._load(leaf.snapshot_id) if leaf is not None else None
 
-        return with_effective_status(await self._run(latest))
+class _Files:
+    """One transaction on the directory, and the store's primitives (`StoreTransaction`).
 
-    async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
-    ) -> SessionSnapshot | None:
-        by_session = _audit_by_session(audit)
+    Reads see the transaction's own writes; `commit` moves them into place.
+    """
 
-        def save() -> SessionSnapshot | None:
-            with self._locked(exclusive=True):
-                new = self._save(snapshot_id, mutator)
-                if new is not None:
-                    self._append_audit(by_session)
-                return new
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._writes: dict[Path, bytes | None] = {}  # None: delete the file
 
-        return await self._run(save)
-
-    async def claim_resume(
-        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
-    ) -> ResumeClaim | None:
-        path = self.directory / "claims" / _fname(snapshot_id)
-
-        def claim() -> ResumeClaim | None:
-            with self._locked(exclusive=True):
-                existing = _read_json(path)
-                if existing is not None:
-                    return ResumeClaim(existing["digest"], existing["childId"])
-                _write_json(path, {"snapshotId": snapshot_id, "digest": digest, "childId": child_id})
-                if pending is not None:
-                    self._save(child_id, pending_mutator(pending))
-                return None
-
-        return await self._run(claim)
-
-    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        path = self.directory / "claims" / _fname(snapshot_id)
-
-        def release() -> None:
-            with self._locked(exclusive=True):
-                existing = _read_json(path)
-                if existing is not None and existing.get("childId") == child_id:
-                    path.unlink()
-
-        await self._run(release)
-
-    async def session_ids(self) -> list[str]:
-        def ids() -> list[str]:
-            found: list[tuple[str, str]] = []
-            with self._locked(exclusive=False):
-                for path in (self.directory / "sessions").glob("*.json"):
-                    index = _read_json(path)
-                    if index and index.get("snapshots"):
-                        first = min(e.get("createdAt") or "" for e in index["snapshots"])
-                        found.append((first, index["sessionId"]))
-            return [session_id for _, session_id in sorted(found)]
-
-        return await self._run(ids)
-
-    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        by_session = _audit_by_session(records)
-
-        def add() -> None:
-            with self._locked(exclusive=True):
-                self._append_audit(by_session)
-
-        if by_session:
-            await self._run(add)
-
-    async def audit(self, session_id: str) -> list[AuditRecord]:
-        path = self.directory / "audit" / _fname(session_id)
-        log = await self._run(lambda: _read_json(path))
-        known = {f.name for f in fields(AuditRecord)}
-        return [
-            AuditRecord(**{k: v for k, v in data.items() if k in known})
-            for data in (log or {}).get("records", [])
-        ]
-
-    # -- in a worker thread ---------------------------------------------------------
-    def _load(self, snapshot_id: str) -> SessionSnapshot | None:
-        raw = _read_json(self._snapshot_path(snapshot_id))
+    # -- the primitives ---------------------------------------------------------------
+    def get(self, snapshot_id: str) -> SessionSnapshot | None:
+        raw = self._read(self._path("snapshots", snapshot_id))
         return SessionSnapshot.model_validate(raw) if raw is not None else None
 
-    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        """Read-modify-write one snapshot file; the caller holds the exclusive lock."""
-        current = self._load(snapshot_id)
-        new = apply_mutator(snapshot_id, current, mutator)
-        if new is None:
-            return None
-        _write_json(self._snapshot_path(snapshot_id), new.to_wire())
+    load = get
+
+    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+        self._write(self._path("snapshots", snapshot_id), new.to_wire())
         if new.session_id:
-            self._index(new)
-        return new
+            self._index(new.session_id, new)
 
-    def _append_audit(self, by_session: dict[str, list[dict[str, Any]]]) -> None:
-        """Append records to their sessions' logs; the caller holds the exclusive lock."""
+    def leaves(self, session_id: str) -> Iterable[tuple[str, str]]:
+        index = self._read(self._path("sessions", session_id)) or {}
+        return leaves(
+            (e["snapshotId"], e.get("parentId"), e.get("createdAt")) for e in index.get("snapshots", [])
+        )
+
+    def session_ids(self) -> list[str]:
+        found: list[tuple[str, str]] = []
+        for path in (self.directory / "sessions").glob("*.json"):
+            index = self._read(path)
+            if index and index.get("snapshots"):
+                first = min(e.get("createdAt") or "" for e in index["snapshots"])
+                found.append((first, index["sessionId"]))
+        return [session_id for _, session_id in sorted(found)]
+
+    def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        found = self._read(self._path("claims", snapshot_id))
+        return ResumeClaim(found["digest"], found["childId"]) if found is not None else None
+
+    def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
+        value = {"snapshotId": snapshot_id, "digest": claim.digest, "childId": claim.child_id}
+        self._write(self._path("claims", snapshot_id), value)
+
+    def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
+        self._writes[self._path("claims", snapshot_id)] = None
+
+    def add_audit(self, records: Sequence[AuditRecord]) -> None:
+        by_session: dict[str, list[dict[str, Any]]] = {}
+        for rec in records:
+            # through JSON now, so a value JSON cannot hold fails here, before any write
+            data = json.loads(json.dumps(rec.to_dict(), default=_jsonable))
+            by_session.setdefault(rec.session_id, []).append(data)
         for session_id, new in by_session.items():
-            path = self.directory / "audit" / _fname(session_id)
-            log = _read_json(path) or {"sessionId": session_id, "records": []}
+            path = self._path("audit", session_id)
+            log = self._read(path) or {"sessionId": session_id, "records": []}
             log["records"].extend(new)
-            _write_json(path, log)
+            self._write(path, log)
 
-    def _index(self, snap: SessionSnapshot) -> None:
-        """Record the snapshot's lineage in its session's index (what `pick_leaf` needs)."""
-        assert snap.session_id is not None
-        path = self._index_path(snap.session_id)
-        index = _read_json(path) or {"sessionId": snap.session_id, "snapshots": []}
+    def audit(self, session_id: str) -> list[AuditRecord]:
+        log = self._read(self._path("audit", session_id)) or {}
+        return [
+            AuditRecord(**{k: v for k, v in data.items() if k in _AUDIT_FIELDS})
+            for data in log.get("records", [])
+        ]
+
+    # -- files --------------------------------------------------------------------------
+    def commit(self) -> None:
+        for path, data in self._writes.items():
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            else:
+                _write_file(path, data)
+        self._writes.clear()
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.directory / kind / _fname(key)
+
+    def _read(self, path: Path) -> Any:
+        if path in self._writes:
+            data = self._writes[path]
+            return _decode(data) if data is not None else None
+        return _read_json(path)
+
+    def _write(self, path: Path, value: Any) -> None:
+        self._writes[path] = _encode(value)
+
+    def _index(self, session_id: str, snap: SessionSnapshot) -> None:
+        """Record the snapshot's lineage in its session's index (what `leaves` needs)."""
+        path = self._path("sessions", session_id)
+        index = self._read(path) or {"sessionId": session_id, "snapshots": []}
         entry = {
             k: v
             for k, v in (
@@ -275,19 +268,4 @@ class FileSessionStore:
                 break
         else:
             entries.append(entry)
-        _write_json(path, index)
-
-    async def _run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn)
-
-    @contextlib.contextmanager
-    def _locked(self, *, exclusive: bool) -> Iterator[None]:
-        thread_lock: contextlib.AbstractContextManager[Any] = (
-            self._thread_lock if exclusive else contextlib.nullcontext()
-        )
-        with thread_lock, open(self._lock_path, "a+b") as fh:
-            if sys.platform != "win32":
-                # flock locks belong to the open file, so this also excludes other
-                # threads of this process that opened the lock file themselves
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
+        self._write(path, index)

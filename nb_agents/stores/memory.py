@@ -6,8 +6,10 @@ added on top of its parent's (as `SqliteSessionStore` does): a long-running
 process does not keep every message it has seen as live objects, which would
 make each full garbage collection scan them all. Recently used histories stay
 decoded in a small cache, so a turn costs what it adds, not a decode of the
-whole history. A `threading.Lock` makes each operation atomic across threads
-and event loops.
+whole history; what a read returns is a copy with lists of its own, so a
+caller that changes it changes nothing here. A `threading.Lock` makes each
+operation atomic across threads and event loops; the shared rules are
+`BaseSessionStore`'s, the primitives `_Rows`'.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from pydantic_core import PydanticSerializationError
 
 from ..types import Message, SessionSnapshot, SessionState
+from ._base import BaseSessionStore
 from ._delta import (
     MessageCache,
     encode_meta,
@@ -29,25 +33,32 @@ from ._delta import (
     rebased_tail,
     shared_prefix,
 )
-from .base import (
-    AuditRecord,
-    ResumeClaim,
-    SnapshotMutator,
-    apply_mutator,
-    pending_mutator,
-    with_effective_status,
-)
+from .base import AuditRecord, ResumeClaim, leaves
 
 __all__ = ["InMemorySessionStore"]
 
+T = TypeVar("T")
+P = ParamSpec("P")
+
 _RECENT = 256  # decoded rows kept: enough for the turns in flight, few enough for the GC
 
-# A stored row: (seq, rev, session_id, parent_id, created_at, meta, state, base_id, base_len, tail).
-# Plain tuples of str/int/None: the garbage collector stops tracking them.
+# A stored row is a plain tuple of str/int/None, which the garbage collector stops
+# tracking (a NamedTuple would not do: CPython untracks exact tuples only, so a full
+# collection would visit every row). Its fields, by index:
 _Row = tuple[int, int, str | None, str | None, str, str, str | None, str | None, int, str | None]
+_SEQ: Final = 0  # insertion order; with `_REV`, the key of the decoded-history cache
+_REV: Final = 1  # bumped by every write of the row
+_SESSION: Final = 2
+_PARENT: Final = 3
+_CREATED: Final = 4  # createdAt, or ""
+_META: Final = 5  # the snapshot without its state, as JSON
+_STATE: Final = 6  # the state without its messages, as JSON; None without a state
+_BASE: Final = 7  # the row whose first `_BASE_LEN` messages this one starts with, or None
+_BASE_LEN: Final = 8
+_TAIL: Final = 9  # the rest of the messages, as JSON; None when they were never set
 
 
-class InMemorySessionStore:
+class InMemorySessionStore(BaseSessionStore["_Rows"]):
     """A session store that lives as long as the Python process.
 
     Example:
@@ -57,109 +68,42 @@ class InMemorySessionStore:
     poll_interval = 0.02
 
     def __init__(self) -> None:
-        self._rows: dict[str, _Row] = {}
-        self._by_session: dict[str, dict[str, None]] = {}  # an ordered set per session
-        self._dependents: dict[str, set[str]] = {}  # base row -> rows built on its messages
-        self._claims: dict[str, ResumeClaim] = {}
-        self._audit: dict[str, list[AuditRecord]] = {}
-        self._cache = MessageCache()
-        # the last rows saved or read, decoded: a turn reads what the previous one wrote
-        self._recent: OrderedDict[str, tuple[int, SessionSnapshot]] = OrderedDict()
-        self._seq = 0
+        self._data = _Rows()
         self._lock = threading.Lock()
 
-    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+    async def _run(
+        self, write: bool, fn: Callable[Concatenate[_Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         with self._lock:
-            return with_effective_status(self._decode(snapshot_id))
+            return fn(self._data, *args, **kwargs)
 
-    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
-        with self._lock:
-            rows = [(i, self._rows[i]) for i in self._by_session.get(session_id, {})]
-            parents = {row[3] for _, row in rows if row[3]}
-            leaves = [(row[4], i) for i, row in rows if i not in parents]
-            return with_effective_status(self._decode(max(leaves)[1])) if leaves else None
 
-    async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
-    ) -> SessionSnapshot | None:
-        with self._lock:
-            new = self._save(snapshot_id, mutator)
-            if new is not None:
-                self._add_audit(audit)
-            return new
+class _Rows:
+    """The store's rows, claims and audit trail, and its primitives (`StoreTransaction`).
 
-    async def claim_resume(
-        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
-    ) -> ResumeClaim | None:
-        with self._lock:
-            existing = self._claims.get(snapshot_id)
-            if existing is not None:
-                return existing
-            self._claims[snapshot_id] = ResumeClaim(digest, child_id)
-            if pending is not None:
-                self._save(child_id, pending_mutator(pending))
-            return None
+    Used under the store's lock only.
+    """
 
-    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        with self._lock:
-            claim = self._claims.get(snapshot_id)
-            if claim is not None and claim.child_id == child_id:
-                del self._claims[snapshot_id]
+    def __init__(self) -> None:
+        self.rows: dict[str, _Row] = {}
+        self.by_session: dict[str, dict[str, None]] = {}  # an ordered set per session
+        self.dependents: dict[str, set[str]] = {}  # base row -> rows built on its messages
+        self.claims: dict[str, ResumeClaim] = {}
+        self.audit_log: dict[str, list[AuditRecord]] = {}
+        self.cache = MessageCache()
+        # the last rows saved or read, decoded: a turn reads what the previous one wrote
+        self.recent: OrderedDict[str, tuple[int, SessionSnapshot]] = OrderedDict()
+        self.seq = 0
 
-    async def session_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._by_session)
+    # -- the primitives ---------------------------------------------------------------
+    def get(self, snapshot_id: str) -> SessionSnapshot | None:
+        snap = self._decode(snapshot_id)
+        return _detached(snap) if snap is not None else None
 
-    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        with self._lock:
-            self._add_audit(records)
+    load = get
 
-    async def audit(self, session_id: str) -> list[AuditRecord]:
-        with self._lock:
-            return list(self._audit.get(session_id, []))
-
-    # -- under the lock ---------------------------------------------------------------
-    def _messages(self, snapshot_id: str) -> list[Message]:
-        seq, rev, *_, base_id, _base_len, tail = self._rows[snapshot_id]
-
-        def chain() -> Iterator[tuple[int, int, int, str | None]]:
-            cur: str | None = snapshot_id
-            while cur is not None:
-                row = self._rows[cur]
-                yield row[0], row[1], row[8], row[9]
-                cur = row[7]
-
-        return history(self._cache, seq, rev, base_id is not None, tail, chain)
-
-    def _decode(self, snapshot_id: str) -> SessionSnapshot | None:
-        row = self._rows.get(snapshot_id)
-        if row is None:
-            return None
-        hit = self._recent.get(snapshot_id)
-        if hit is not None and hit[0] == row[1]:
-            self._recent.move_to_end(snapshot_id)
-            return hit[1]
-        snap = SessionSnapshot.model_validate(json.loads(row[5]))
-        if row[6] is not None:
-            state = SessionState.model_validate(json.loads(row[6]))
-            if row[9] is not None:
-                state.messages = self._messages(snapshot_id)  # attached, not re-validated
-            snap.state = state
-        self._remember(snapshot_id, row[1], snap)
-        return snap
-
-    def _remember(self, snapshot_id: str, rev: int, snap: SessionSnapshot) -> None:
-        self._recent[snapshot_id] = (rev, snap)
-        self._recent.move_to_end(snapshot_id)
-        if len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
-
-    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
-        current = self._decode(snapshot_id)
-        new = apply_mutator(snapshot_id, current, mutator)
-        if new is None:
-            return None
-        old = self._rows.get(snapshot_id)
+    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+        old = self.rows.get(snapshot_id)
         base_id: str | None = None
         state_json: str | None = None
         base_len = 0
@@ -168,53 +112,130 @@ class InMemorySessionStore:
         if new.state is not None:
             messages = list(new.state.messages)
             parent_id = new.parent_id if new.parent_id != snapshot_id else None
-            parent = self._rows.get(parent_id) if parent_id else None
+            parent = self.rows.get(parent_id) if parent_id else None
             base = (
                 self._messages(parent_id)
-                if parent_id and parent is not None and parent[6] is not None
+                if parent_id and parent is not None and parent[_STATE] is not None
                 else None
             )
             state_json, base_len, tail = _encode_state(new.state, base)
             base_id = new.parent_id if base is not None and base_len else None
         if old is not None and current is not None and current.state is not None:
             self._rebase_dependents(snapshot_id, current.state.messages, messages or [])
-        seq, rev = (old[0], old[1] + 1) if old is not None else (self._next_seq(), 0)
+        if old is not None:
+            seq, rev = old[_SEQ], old[_REV] + 1
+        else:
+            self.seq += 1
+            seq, rev = self.seq, 0
         session_id = new.session_id
-        self._rows[snapshot_id] = (
-            seq, rev, session_id, new.parent_id, new.created_at or "", _encode_meta(new),
-            state_json, base_id, base_len, tail,
-        )  # fmt: skip
-        if old is not None and old[7] is not None and old[7] != base_id:
-            self._dependents.get(old[7], set()).discard(snapshot_id)
+        self.rows[snapshot_id] = (
+            seq,
+            rev,
+            session_id,
+            new.parent_id,
+            new.created_at or "",
+            _encode_meta(new),
+            state_json,
+            base_id,
+            base_len,
+            tail,
+        )  # a _Row, in the order of the indexes above
+        if old is not None and old[_BASE] is not None and old[_BASE] != base_id:
+            self.dependents.get(old[_BASE], set()).discard(snapshot_id)
         if base_id is not None:
-            self._dependents.setdefault(base_id, set()).add(snapshot_id)
+            self.dependents.setdefault(base_id, set()).add(snapshot_id)
         if messages is not None and tail is not None:
-            self._cache.put(seq, rev, messages)
-        self._remember(snapshot_id, rev, new)
+            self.cache.put(seq, rev, messages)
+        self._remember(snapshot_id, rev, _detached(new))  # the caller keeps `new`
         if session_id:
-            self._by_session.setdefault(session_id, {})[snapshot_id] = None
-        return new
+            self.by_session.setdefault(session_id, {})[snapshot_id] = None
+
+    def leaves(self, session_id: str) -> Iterable[tuple[str, str]]:
+        rows = self.rows
+        lineage = ((i, rows[i][_PARENT], rows[i][_CREATED]) for i in self.by_session.get(session_id, ()))
+        return leaves(lineage)
+
+    def session_ids(self) -> list[str]:
+        return list(self.by_session)
+
+    def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        return self.claims.get(snapshot_id)
+
+    def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
+        self.claims[snapshot_id] = claim
+
+    def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
+        del self.claims[snapshot_id]
+
+    def add_audit(self, records: Sequence[AuditRecord]) -> None:
+        for rec in records:
+            self.audit_log.setdefault(rec.session_id, []).append(rec)
+
+    def audit(self, session_id: str) -> list[AuditRecord]:
+        return list(self.audit_log.get(session_id, []))
+
+    # -- rows -------------------------------------------------------------------------
+    def _messages(self, snapshot_id: str) -> list[Message]:
+        row = self.rows[snapshot_id]
+
+        def chain() -> Iterator[tuple[int, int, int, str | None]]:
+            cur: str | None = snapshot_id
+            while cur is not None:
+                link = self.rows[cur]
+                yield link[_SEQ], link[_REV], link[_BASE_LEN], link[_TAIL]
+                cur = link[_BASE]
+
+        return history(self.cache, row[_SEQ], row[_REV], row[_BASE] is not None, row[_TAIL], chain)
+
+    def _decode(self, snapshot_id: str) -> SessionSnapshot | None:
+        """The row, decoded (the cached object itself: never handed out)."""
+        row = self.rows.get(snapshot_id)
+        if row is None:
+            return None
+        hit = self.recent.get(snapshot_id)
+        if hit is not None and hit[0] == row[_REV]:
+            self.recent.move_to_end(snapshot_id)
+            return hit[1]
+        snap = SessionSnapshot.model_validate(json.loads(row[_META]))
+        if row[_STATE] is not None:
+            state = SessionState.model_validate(json.loads(row[_STATE]))
+            if row[_TAIL] is not None:
+                state.messages = self._messages(snapshot_id)  # attached, not re-validated
+            snap.state = state
+        self._remember(snapshot_id, row[_REV], snap)
+        return snap
+
+    def _remember(self, snapshot_id: str, rev: int, snap: SessionSnapshot) -> None:
+        self.recent[snapshot_id] = (rev, snap)
+        self.recent.move_to_end(snapshot_id)
+        if len(self.recent) > _RECENT:
+            self.recent.popitem(last=False)
 
     def _rebase_dependents(self, snapshot_id: str, old: Sequence[Message], new: Sequence[Message]) -> None:
         """Rows built on messages this rewrite drops keep them in their own tail."""
         keep = shared_prefix(list(new), list(old))
-        for dep in list(self._dependents.get(snapshot_id, ())):
-            row = self._rows[dep]
-            if row[8] <= keep:
+        for dep in list(self.dependents.get(snapshot_id, ())):
+            row = self.rows[dep]
+            if row[_BASE_LEN] <= keep:
                 continue
-            tail = rebased_tail(old, keep, row[8], row[9])
+            tail = rebased_tail(old, keep, row[_BASE_LEN], row[_TAIL])
             base_id = snapshot_id if keep else None
-            self._rows[dep] = (row[0], row[1] + 1, *row[2:7], base_id, keep, tail)
+            self.rows[dep] = (row[_SEQ], row[_REV] + 1, *row[_SESSION:_BASE], base_id, keep, tail)
             if base_id is None:
-                self._dependents[snapshot_id].discard(dep)
+                self.dependents[snapshot_id].discard(dep)
 
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
 
-    def _add_audit(self, records: Sequence[AuditRecord]) -> None:
-        for rec in records:
-            self._audit.setdefault(rec.session_id, []).append(rec)
+def _detached(snap: SessionSnapshot) -> SessionSnapshot:
+    """A copy of `snap` with lists of its own; the messages and artifacts in them are
+    shared (values nobody changes in place), so a copy costs a pointer per message."""
+    copy = snap.model_copy()
+    if snap.state is not None:
+        state = snap.state.model_copy()
+        # set as `model_copy(update=...)` sets fields, without marking them set
+        state.__dict__["messages"] = list(snap.state.messages)
+        state.__dict__["artifacts"] = list(snap.state.artifacts)
+        copy.__dict__["state"] = state
+    return copy
 
 
 def _dump_json(value: SessionSnapshot | SessionState, exclude: set[str]) -> str:

@@ -2,9 +2,10 @@
 
 This module owns the store's connections and transactions and where they run;
 the tables and queries are `._sqlite_rows`'s, the compact values
-`._sqlite_codec`'s. A turn writes bytes in proportion to what it adds: a row
-keeps only the messages its turn added on top of its parent's, and a read
-rebuilds the history with one recursive query over that chain.
+`._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
+turn writes bytes in proportion to what it adds: a row keeps only the
+messages its turn added on top of its parent's, and a read rebuilds the
+history with one recursive query over that chain.
 
 Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
 processes on the same file serialize). A short transaction runs right on the
@@ -15,7 +16,9 @@ that committed is cached. So a turn costs no thread hops unless the database
 is contended; and the loop never waits on a lock, on an fsync
 (``synchronous="FULL"`` writes, and the periodic WAL checkpoint, run in the
 thread), or on another process. The database runs in WAL mode: readers
-never wait for the writer.
+never wait for the writer. Pooled connections are closed by `close`, or when
+the store is garbage-collected, or at interpreter exit; a forked child keeps
+the ones it inherited referenced and unused (SQLite forbids using them there).
 """
 
 from __future__ import annotations
@@ -24,21 +27,22 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
 from ..errors import FailedPreconditionError
-from ..types import SessionSnapshot
+from ._base import BaseSessionStore
 from ._delta import MessageCache
 from ._sqlite_rows import SCHEMA, SCHEMA_VERSION, Rows
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, with_effective_status
 
 __all__ = ["SqliteSessionStore"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _POOL_MAX = 8
@@ -56,6 +60,17 @@ _WRITE_LOCKS: dict[str, threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
+# Connections a forked child inherited: never used, closed or collected there.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
+    if os.getpid() == pid:  # a fork's copy belongs to the parent
+        for pool in pools.values():
+            while pool:
+                pool.pop().close()
+
+
 def _write_lock(path: str) -> threading.Lock:
     key = os.path.realpath(path)
     with _WRITE_LOCKS_GUARD:
@@ -70,7 +85,7 @@ class _NotReadyError(Exception):
     """The store must check its schema (first use, or in a forked child) before running on the loop."""
 
 
-class SqliteSessionStore:
+class SqliteSessionStore(BaseSessionStore[Rows]):
     """A session store in one SQLite file: the embedded, persistent default.
 
     Safe to share between threads, event loops and processes (several kernels or
@@ -103,6 +118,7 @@ class SqliteSessionStore:
         self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}  # by "inline"
         self._pool_lock = threading.Lock()
         self._pid = os.getpid()
+        self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
         self._writes = 0
         self._cache = MessageCache()
@@ -111,46 +127,20 @@ class SqliteSessionStore:
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
 
-    # -- the protocol -----------------------------------------------------------
-    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda rows: rows.get(snapshot_id), write=False))
-
-    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
-        return with_effective_status(await self._run(lambda rows: rows.latest(session_id), write=False))
-
-    async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
-    ) -> SessionSnapshot | None:
-        return await self._run(lambda rows: rows.save(snapshot_id, mutator, audit), write=True)
-
-    async def claim_resume(
-        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
-    ) -> ResumeClaim | None:
-        return await self._run(lambda rows: rows.claim(snapshot_id, digest, child_id, pending), write=True)
-
-    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        await self._run(lambda rows: rows.release(snapshot_id, child_id), write=True)
-
-    async def session_ids(self) -> list[str]:
-        return await self._run(lambda rows: rows.session_ids(), write=False)
-
-    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
-        if records:
-            await self._run(lambda rows: rows.add_audit(records), write=True)
-
-    async def audit(self, session_id: str) -> list[AuditRecord]:
-        return await self._run(lambda rows: rows.audit(session_id), write=False)
-
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
         with self._pool_lock:
-            pools, self._pools = self._pools, {True: [], False: []}
-        for conn in (*pools[True], *pools[False]):
+            conns = [*self._pools[True], *self._pools[False]]
+            for pool in self._pools.values():
+                pool.clear()
+        for conn in conns:
             conn.close()
         self._cache.clear()
 
     # -- where a transaction runs -------------------------------------------------
-    async def _run(self, fn: Callable[[Rows], T], *, write: bool) -> T:
+    async def _run(
+        self, write: bool, fn: Callable[Concatenate[Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
 
         A write that found the database busy never started (``BEGIN IMMEDIATE``
@@ -160,30 +150,31 @@ class SqliteSessionStore:
             self._writes += write
             if not write or self._writes % _CHECKPOINT_EVERY:
                 try:
-                    return self._transaction(fn, write=write, inline=True)
+                    return self._transaction(write, True, fn, args, kwargs)
                 except (_NotReadyError, _BusyError):
                     pass
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
-        return await anyio.to_thread.run_sync(lambda: self._transaction(fn, write=write, inline=False))
+        return await anyio.to_thread.run_sync(self._transaction, write, False, fn, args, kwargs)
 
-    def _transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+    def _transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
+        """``fn(rows, *args, **kwargs)`` in a transaction (writes hold this process's write lock)."""
         if not write:
-            return self._run_transaction(fn, write=False, inline=inline)
+            return self._run_transaction(write, inline, fn, args, kwargs)
         if not self._write_lock.acquire(blocking=not inline):
             raise _BusyError
         try:
-            return self._run_transaction(fn, write=True, inline=inline)
+            return self._run_transaction(write, inline, fn, args, kwargs)
         finally:
             self._write_lock.release()
 
-    def _run_transaction(self, fn: Callable[[Rows], T], *, write: bool, inline: bool) -> T:
+    def _run_transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
         with self._connection(inline) as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             rows = Rows(conn, self._cache)
             try:
-                out = fn(rows)
+                out: T = fn(rows, *args, **kwargs)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -197,8 +188,13 @@ class SqliteSessionStore:
     def _connection(self, inline: bool) -> Iterator[sqlite3.Connection]:
         with self._pool_lock:
             if self._pid != os.getpid():
-                # a forked child must not use its parent's connections (or trust its cache)
-                self._pid, self._pools, self._ready = os.getpid(), {True: [], False: []}, False
+                # a forked child must not use its parent's connections (nor close them), nor trust its cache
+                for pool in self._pools.values():
+                    _INHERITED.extend(pool)
+                    pool.clear()
+                self._pid, self._ready = os.getpid(), False
+                self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
                 self._cache = MessageCache()
             if inline and not self._ready:
                 raise _NotReadyError  # the schema check waits for locks: not on the loop

@@ -68,6 +68,8 @@ def genkit_server(genkit_python: Path, tmp_path_factory: pytest.TempPathFactory)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()  # the pipe it printed its port on
         log.close()
 
 

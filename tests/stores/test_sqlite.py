@@ -5,12 +5,15 @@ the event loop, and refuses a database file of another schema version."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import sqlite3
 import uuid
+import weakref
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 import nb_agents as nba
@@ -18,15 +21,16 @@ from nb_agents.errors import FailedPreconditionError
 from nb_agents.stores.memory import InMemorySessionStore
 from nb_agents.stores.sqlite import SqliteSessionStore
 from nb_agents.testing import FunctionModel
+from nb_agents.testing._store_samples import snap, ts
 from nb_agents.types import Message, SessionSnapshot, SessionState
 
-from .test_stores import _disk_size, _snap, _ts
+from .test_stores import _disk_size
 
 pytestmark = pytest.mark.anyio
 
 IDS = ["a", "b", "c", "d", "e", "f", "g", *(str(uuid.UUID(int=i * 7919 + 1)) for i in range(6))]
 SESSIONS = ["s1", "s2", str(uuid.UUID(int=42)), None]
-TIMES = [_ts(0), _ts(1), _ts(1), _ts(5), "2026-01-01T00:00:03Z", "2026-01-01T00:00:02.500000Z", None]
+TIMES = [ts(0), ts(1), ts(1), ts(5), "2026-01-01T00:00:03Z", "2026-01-01T00:00:02.500000Z", None]
 
 
 def _message(rng: random.Random, n: int) -> Message:
@@ -36,11 +40,11 @@ def _message(rng: random.Random, n: int) -> Message:
     )
 
 
-def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int) -> SessionSnapshot:
+async def _random_snapshot(rng: random.Random, memory: InMemorySessionStore, step: int) -> SessionSnapshot:
     snapshot_id = rng.choice(IDS)
     parent_id = rng.choice([*IDS, None, "never-saved"])
     base: list[Message] = []
-    parent = memory._decode(parent_id) if parent_id else None
+    parent = await memory.get_snapshot(parent_id) if parent_id else None
     if parent is not None and parent.state is not None:
         base = list(parent.state.messages)
     how = rng.random()
@@ -85,7 +89,7 @@ async def test_any_sequence_of_writes_reads_as_in_memory(tmp_path: Path, seed: i
     path = tmp_path / "agents.db"
     store, memory = SqliteSessionStore(path), InMemorySessionStore()
     for step in range(120):
-        snap = _random_snapshot(rng, memory, step)
+        snap = await _random_snapshot(rng, memory, step)
         for s in (store, memory):
             await s.save_snapshot(snap.snapshot_id, lambda cur, snap=snap: snap)
         if step % 40 == 39:
@@ -99,14 +103,14 @@ async def test_any_sequence_of_writes_reads_as_in_memory(tmp_path: Path, seed: i
 
 async def test_children_written_before_their_parent(tmp_path: Path) -> None:
     store = SqliteSessionStore(tmp_path / "agents.db")
-    await store.save_snapshot("kid", lambda cur: _snap("kid", parent_id="mom", created=5))
-    await store.save_snapshot("other-kid", lambda cur: _snap("other-kid", session_id="s2", parent_id="mom"))
-    await store.save_snapshot("mom", lambda cur: _snap("mom", created=9))
+    await store.save_snapshot("kid", lambda cur: snap("kid", parent_id="mom", created=5))
+    await store.save_snapshot("other-kid", lambda cur: snap("other-kid", session_id="s2", parent_id="mom"))
+    await store.save_snapshot("mom", lambda cur: snap("mom", created=9))
     latest = await store.get_latest("s1")
     assert latest is not None and latest.snapshot_id == "kid"  # mom is no leaf, though newer
     kid = await store.get_snapshot("kid")
     assert kid is not None and kid.parent_id == "mom"
-    await store.save_snapshot("kid", lambda cur: _snap("kid", parent_id=None, created=5))  # moved away
+    await store.save_snapshot("kid", lambda cur: snap("kid", parent_id=None, created=5))  # moved away
     latest = await store.get_latest("s1")
     assert latest is not None and latest.snapshot_id == "mom"
     store.close()
@@ -157,10 +161,10 @@ async def test_an_approval_cycle_stores_a_few_hundred_bytes(tmp_path: Path) -> N
 async def test_a_busy_database_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
     path = tmp_path / "agents.db"
     store = SqliteSessionStore(path)
-    await store.save_snapshot("first", lambda cur: _snap("first"))  # the schema exists
+    await store.save_snapshot("first", lambda cur: snap("first"))  # the schema exists
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-    save = asyncio.ensure_future(store.save_snapshot("second", lambda cur: _snap("second", created=1)))
+    save = asyncio.ensure_future(store.save_snapshot("second", lambda cur: snap("second", created=1)))
     for _ in range(5):  # the loop runs on while the save waits (a blocked loop would not get here)
         await asyncio.sleep(0.01)
     assert not save.done()
@@ -170,7 +174,7 @@ async def test_a_busy_database_is_waited_for_off_the_event_loop(tmp_path: Path) 
     written = await save
     assert written is not None and written.snapshot_id == "second"
     got = await store.get_snapshot("second")
-    assert got is not None and got.to_wire() == _snap("second", created=1).to_wire()
+    assert got is not None and got.to_wire() == snap("second", created=1).to_wire()
     store.close()
 
 
@@ -182,15 +186,34 @@ async def test_a_database_of_another_schema_version_is_refused(tmp_path: Path) -
     conn.commit()
     conn.close()
     with pytest.raises(FailedPreconditionError, match=r"old\.db has nb_agents schema version 1"):
-        await SqliteSessionStore(path).get_snapshot("x")
+        with SqliteSessionStore(path) as store:
+            await store.get_snapshot("x")
 
 
 async def test_a_store_that_syncs_every_commit(tmp_path: Path) -> None:
     store = SqliteSessionStore(tmp_path / "agents.db", synchronous="full")
     for i in range(3):
-        await store.save_snapshot(f"t{i}", lambda cur, i=i: _snap(f"t{i}", parent_id=f"t{i - 1}", created=i))
+        await store.save_snapshot(f"t{i}", lambda cur, i=i: snap(f"t{i}", parent_id=f"t{i - 1}", created=i))
     latest = await store.get_latest("s1")
     assert latest is not None and latest.snapshot_id == "t2"
     store.close()
     with pytest.raises(ValueError, match="synchronous must be one of"):
         SqliteSessionStore(tmp_path / "x.db", synchronous="sometimes")
+
+
+async def test_a_store_dropped_without_close_closes_its_connections(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "agents.db")
+    await store.save_snapshot("a", lambda cur: snap("a"))
+    await store.get_snapshot("a")
+    await anyio.to_thread.run_sync(int)  # anyio's idle worker holds its last job (the store's) until the next
+    pooled = [conn for pool in store._pools.values() for conn in pool]
+    ref = weakref.ref(store)
+    gc.disable()
+    try:
+        del store
+        assert ref() is None and pooled  # freed at once: no reference cycle waits for the garbage collector
+    finally:
+        gc.enable()
+    for conn in pooled:
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")

@@ -1,4 +1,4 @@
-"""Fake models for tests and offline demos.
+"""Fake models for tests and offline demos (re-exported by `nb_agents.testing`).
 
 `ScriptedModel` plays back a list of responses, one per call, and records
 every request; `FunctionModel` answers with a function of the request. Both
@@ -11,9 +11,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .errors import FailedPreconditionError
-from .models.base import ModelChunkSink
-from .types import GenerateRequest, GenerateResponse, ModelResponseChunk
+from ..errors import FailedPreconditionError
+from ..models.base import ModelChunkSink
+from ..types import GenerateRequest, GenerateResponse, ModelResponseChunk
 
 __all__ = ["FunctionModel", "ScriptedModel"]
 

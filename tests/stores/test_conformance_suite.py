@@ -1,0 +1,147 @@
+"""The store conformance suite (`nb_agents.testing.stores`) against every built-in store,
+and against a store written the way a third party would: the protocol only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pg
+
+from nb_agents.stores import FileSessionStore, InMemorySessionStore, SqliteSessionStore
+from nb_agents.stores.base import (
+    AuditRecord,
+    ResumeClaim,
+    SessionStore,
+    SnapshotMutator,
+    effective_status,
+    pick_leaf,
+)
+from nb_agents.testing.stores import StoreConformance
+from nb_agents.types import SessionSnapshot
+
+
+class TestInMemoryStore(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return InMemorySessionStore()
+
+
+class TestFileStore(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return FileSessionStore(tmp_path / "sessions")
+
+
+class TestSqliteStore(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SqliteSessionStore(tmp_path / "agents.db")
+
+
+class TestPostgresStore(StoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        dsn = pg.fresh_dsn()  # skips without PostgreSQL (fails under CI)
+        from nb_agents.stores.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(dsn)
+
+
+class DictStore:
+    """A third-party store: wire dicts under a lock, on the `SessionStore` protocol alone."""
+
+    poll_interval = 0.01
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, object]] = {}
+        self._claims: dict[str, ResumeClaim] = {}
+        self._audit: list[AuditRecord] = []
+        self._lock = threading.Lock()
+
+    def _read(self, snapshot_id: str) -> SessionSnapshot | None:
+        raw = self._rows.get(snapshot_id)
+        return SessionSnapshot.model_validate(raw) if raw is not None else None
+
+    def _expired(self, snap: SessionSnapshot | None) -> SessionSnapshot | None:
+        if snap is None or effective_status(snap) == snap.status:
+            return snap
+        return snap.model_copy(update={"status": effective_status(snap)})
+
+    def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
+        current = self._read(snapshot_id)
+        new = mutator(current)
+        if new is None:
+            return None
+        session_id = current.session_id if current is not None and current.session_id else new.session_id
+        new = new.model_copy(update={"snapshot_id": snapshot_id, "session_id": session_id})
+        self._rows[snapshot_id] = new.to_wire()
+        return new
+
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        with self._lock:
+            return self._expired(self._read(snapshot_id))
+
+    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
+        with self._lock:
+            snaps = [s for s in map(self._read, self._rows) if s is not None and s.session_id == session_id]
+            return self._expired(pick_leaf(snaps))
+
+    async def save_snapshot(
+        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+    ) -> SessionSnapshot | None:
+        with self._lock:
+            new = self._save(snapshot_id, mutator)
+            if new is not None:
+                self._audit.extend(audit)
+            return new
+
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        with self._lock:
+            if snapshot_id in self._claims:
+                return self._claims[snapshot_id]
+            self._claims[snapshot_id] = ResumeClaim(digest, child_id)
+            if pending is not None:
+                self._save(child_id, lambda cur: pending if cur is None else None)
+            return None
+
+    async def release_claim(self, snapshot_id: str, child_id: str) -> None:
+        with self._lock:
+            if snapshot_id in self._claims and self._claims[snapshot_id].child_id == child_id:
+                del self._claims[snapshot_id]
+
+    async def session_ids(self) -> list[str]:
+        with self._lock:
+            sessions = (s.session_id for s in map(self._read, self._rows) if s is not None)
+            return list(dict.fromkeys(sid for sid in sessions if sid))
+
+    async def add_audit(self, records: Sequence[AuditRecord]) -> None:
+        with self._lock:
+            self._audit.extend(records)
+
+    async def audit(self, session_id: str) -> list[AuditRecord]:
+        with self._lock:
+            return [r for r in self._audit if r.session_id == session_id]
+
+
+class TestAThirdPartyStore(StoreConformance):
+    async def make_store(self, tmp_path: Path) -> SessionStore:  # a coroutine is fine too
+        return DictStore()
+
+
+def test_every_check_runs_on_every_store() -> None:
+    checks = sorted(name for name in dir(StoreConformance) if name.startswith("test_"))
+    assert len(checks) >= 24
+    for cls in (TestInMemoryStore, TestFileStore, TestSqliteStore, TestPostgresStore, TestAThirdPartyStore):
+        assert issubclass(cls, StoreConformance)
+        assert all(getattr(cls, name) is getattr(StoreConformance, name) for name in checks)
+
+
+def test_importing_the_package_and_testing_does_not_import_pytest() -> None:
+    code = (
+        "import sys, nb_agents, nb_agents.testing\n"
+        "from nb_agents.testing import FunctionModel, ScriptedModel\n"
+        "assert 'pytest' not in sys.modules and 'nb_agents.testing.stores' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
