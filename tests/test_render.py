@@ -150,13 +150,15 @@ async def test_interrupted_turn_shows_interrupts_instead_of_a_model_bubble() -> 
     res = await chat.send("go")
     html = res._repr_mimebundle_()["text/html"]
     text = res._repr_mimebundle_()["text/plain"]
-    assert "I will ask first" not in html and "I will ask first" not in text
-    assert "askUser (a1)" in html and "Transfer $500?" in html and "pause data" in html
-    assert "<details" in html and "lookup (l2)" in html and "900" in html  # the finished call, collapsed
+    # the model's words go with the question (once), not in a bubble of their own
+    assert html.count("I will ask first") == 1 and 'class="nba-note"' in html
+    assert "Ask user" in html and "Transfer $500?" in html and "Raw JSON" in html
+    assert "Waiting for an answer" in html and text.startswith("Waiting for an answer")
+    assert "<details" in html and "lookup" in html and "900" in html  # the finished call, collapsed
     done = await chat.resume(respond=[res.interrupts[0].respond({"approved": True})])
     html = done._repr_mimebundle_()["text/html"]
-    assert "All done." in html and 'class="nba-text"' in html
-    assert "waits for an answer" not in html
+    assert "All done." in html and 'class="nba-text' in html
+    assert "Waiting for an answer" not in html
 
 
 async def test_every_public_result_has_text_and_html(tmp_path: Path) -> None:
@@ -201,7 +203,9 @@ async def test_static_mode_renders_the_same_turn_identically(
             assert first[0].session_id not in a._repr_mimebundle_()[mime]
     monkeypatch.setenv(STATIC_ENV, "0")
     assert not static_mode()
-    assert first[0].snapshot_id in first[0]._repr_mimebundle_()["text/plain"]
+    # outside static mode the ids are there, collapsed under "Details"
+    assert first[0].snapshot_id in first[0]._repr_mimebundle_()["text/html"]
+    assert first[0].snapshot_id not in first[0]._repr_mimebundle_()["text/plain"]
     assert first[0]._repr_mimebundle_() != second[0]._repr_mimebundle_()
 
 
@@ -240,7 +244,7 @@ async def test_a_response_in_a_kernel_displays_as_a_turn_view(monkeypatch: pytes
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
     bundle = res._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "askUser (a1)" in bundle["text/html"] and bundle["text/plain"].startswith("[interrupted]")
+    assert "Ask user" in bundle["text/html"] and bundle["text/plain"].startswith("Waiting for an answer")
     bare = nba.AgentResponse(res.raw)  # no chat: nothing could resume it
     assert "application/vnd.jupyter.widget-view+json" not in bare._repr_mimebundle_()
     monkeypatch.setenv(STATIC_ENV, "1")

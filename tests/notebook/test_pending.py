@@ -127,10 +127,11 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
     assert done is not None and done.text == "Paid." and "Paid." in html_of(two)
     assert world == [("paid", 5)] and model.calls == 1
 
-    three.forms[0].deny_button.click()  # a different answer: rejected, shown in the form
+    three.forms[0].deny_button.click()  # a different answer: rejected, the form says who answered
     assert (await three.task) is None
-    assert "FAILED_PRECONDITION" in three.status.value and "already resumed" in three.status.value
-    assert three.forms[0].answer is None and not three.forms[0].deny_button.disabled
+    assert three.state == "stale" and three.settled
+    assert three.header.value.count("Already answered (approved at ") == 1, three.header.value
+    assert "FAILED_PRECONDITION" not in html_of(three) and three.forms[0].deny_button.disabled
     assert world == [("paid", 5)] and model.calls == 1
 
 

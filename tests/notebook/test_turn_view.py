@@ -326,7 +326,7 @@ async def test_two_interrupts_answered_together_make_one_resume() -> None:
     view, res = await paused(agent)
     first, second = view.forms
     first.approve_button.click()
-    assert view.task is None and model.calls == 1 and "approved" in first.status.value
+    assert view.task is None and model.calls == 1 and "Approved" in first.status.value
     first.change_button.click()  # changed my mind before sending
     assert first.answer is None and not first.deny_button.disabled
     first.deny_button.click()
