@@ -32,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "LIVE_OUTPUT_KEY",
     "STATIC_ENV",
     "bundle",
     "live_kernel",
@@ -48,8 +49,16 @@ STATIC_ENV = "NB_AGENTS_STATIC"
 ENTRY_POINT_GROUP = "nb_agents.display"
 """The entry point group of live-display plugins (each a function that calls `register`)."""
 
+LIVE_OUTPUT_KEY = "nb_agents"
+"""The output-metadata key that marks a live view's output: its ``text/html`` is a record
+that reads without the kernel (`nb_agents.jupyter_extension` keeps it, not the widget, on save)."""
+
 Renderer = Callable[[Any], dict[str, Any] | None]
-LiveRenderer = Callable[[Any], Any]
+LiveLIVE_OUTPUT_KEY = "nb_agents"
+"""The output-metadata key that marks a live view's output: its ``text/html`` is a record
+that reads without the kernel (`nb_agents.jupyter_extension` keeps it, not the widget, on save)."""
+
+Renderer = Callable[[Any], Any]
 """Returns a live view of the value (an object with ``_repr_mimebundle_``), or None."""
 
 _STATIC: dict[type, Renderer] = {}

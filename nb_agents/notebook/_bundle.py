@@ -7,7 +7,9 @@ kernel), and shows "Error displaying widget: model not found". So a widget
 displayed in a cell (``_ipython_display_``) keeps the handle of its output,
 and once it has nothing left to ask (a turn answered and finished) it calls
 `WithStaticFallback.show_record`: the output is updated to the static record
-alone, which is what the notebook then saves. Static mode drops the widget
+alone, which is what the notebook then saves. Every such output is marked
+(`OUTPUT_METADATA`), so the server extension `nb_agents.jupyter_extension`
+can save a still-waiting form as its record too. Static mode drops the widget
 view so stored outputs stay deterministic.
 """
 
@@ -15,12 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._display import static_mode
+from .._display import LIVE_OUTPUT_KEY, static_mode
 
 __all__ = ["OUTPUT_METADATA", "WIDGET_MIME", "WithStaticFallback"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-OUTPUT_METADATA = {"nb_agents": {"live": True}}
+OUTPUT_METADATA = {LIVE_OUTPUT_KEY: {"live": True}}
 """Marks the outputs of nb_agents' widgets (whose text/html is a record that reads without a kernel)."""
 
 

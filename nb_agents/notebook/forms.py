@@ -89,7 +89,10 @@ def _one_text(schema: dict[str, Any]) -> str | None:
 
 
 def _button(label: str, style: str = "", icon: str = "") -> Any:
-    return widgets.Button(description=label, button_style=style, icon=icon, tooltip=label)
+    button = widgets.Button(description=label, button_style=style, icon=icon, tooltip=label)
+    button.layout.width = "auto"  # "Approve with changes" must not be cut short
+    button.layout.min_width = "7em"
+    return button
 
 
 class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
@@ -140,11 +143,13 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.answer: Answer | None = None
         self.locked = False
         self.hold: ApprovalHold | None = ApprovalHold.claim(interrupt.part)
+        self.mode = self._mode()
         self.summary = interrupt_summary(
             interrupt.part,
             input_schema=tool.input_schema if tool is not None else None,
             description=tool.description if tool is not None else None,
             note=note,
+            approval=self.mode in ("hold", "approve-respond", "approve-restart"),
         )
         self.approve_button: Any = None
         self.deny_button: Any = None
@@ -162,7 +167,6 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.change_button = _button("Change answer", icon="undo")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
-        self.mode = self._mode()
         self.children = [self.head, *self._build(), self.error, widgets.HBox([self.status, self.change_button])]
 
     # -- which form, which buttons ---------------------------------------------------------
@@ -239,7 +243,9 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             self.continue_button = _button("Continue", "success", "play")
             self.continue_button.on_click(lambda _: self._record(self._continue))
             buttons.append(self.continue_button)
-            self.answer_toggle = widgets.ToggleButton(description="Answer instead", icon="reply")
+            self.answer_toggle = widgets.ToggleButton(
+                description="Answer instead", icon="reply", layout=widgets.Layout(width="auto")
+            )
             self.reply = schema_field(schema or {}, label="" if schema else "Output")
             self.submit_button = _button("Send answer", "primary", "paper-plane")
             self.submit_button.on_click(lambda _: self._record(self._submit))
@@ -263,7 +269,9 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
                 label="" if tool else "Arguments",
             )
             self.inputs.observe(self._show_changes)
-            self.edit_toggle = widgets.ToggleButton(description="Edit arguments", icon="pencil")
+            self.edit_toggle = widgets.ToggleButton(
+                description="Edit arguments", icon="pencil", layout=widgets.Layout(width="auto")
+            )
             self.edit_toggle.observe(lambda _change: self._show_changes(), names="value")
             edit_box = widgets.VBox([self.inputs.row, self.changes])
             edit_box.layout.margin = "4px 0"

@@ -55,7 +55,8 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     out = [f'<div class="nba-record" style="margin:6px 0">{summary_html(form.summary, state=verb)}']
     if answer is not None and state != "stale":
         label = answer.label[:1].upper() + answer.label[1:]
-        out.append(f'<div style="margin-top:2px">{badge(answer.verb, _TONE.get(answer.verb, "muted"))}{esc(label)}</div>')
+        if answer.label != answer.verb:  # the badge says the verb already
+            out.append(f'<div style="margin-top:2px">{badge(answer.verb, _TONE.get(answer.verb, "muted"))}{esc(label)}</div>')
         value = answer_value(form)
         if isinstance(value, dict):
             out.append(rows_html([(k.title() if k == "reason" else _label(k), v, "") for k, v in value.items()]))
@@ -84,7 +85,7 @@ def _record(view: TurnView) -> tuple[str, str]:
     state = view.state
     lines = [view.outcome] if view.outcome else []
     html = [f'<div style="margin-bottom:4px"><b>{esc(view.outcome)}</b></div>' if view.outcome else ""]
-    html.append(output_html(view.response.raw, interrupts=False, status=False, box=False))
+    html.append(output_html(view.response.raw, interrupts=False, status=False, box=False, ids=False))
     for form in view.forms:
         html.append(form_record_html(form, state))
         lines.append(f"{form.summary.title}: {form.summary.question}".rstrip(": "))

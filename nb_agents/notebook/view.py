@@ -31,6 +31,7 @@ import ipywidgets as widgets
 
 from ..chat import Chat
 from ..render import answer_line, error_html, output_html, part_html, record_words, stream_html, tools_of
+from ..render.turns import turn_ids
 from ..render._html import badge, esc
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
@@ -105,11 +106,12 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
         self.answered_at: datetime | None = None
         self.header = widgets.HTML(value=self._waiting_line())
-        self.head = widgets.HTML(value=output_html(response.raw, interrupts=False, status=False, box=False))
+        self.head = widgets.HTML(value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False))
+        self.footer = widgets.HTML(value=turn_ids(response.raw))
         self.status = widgets.HTML()
         self.stream = widgets.HTML()
         self.continuation = widgets.VBox([self.stream])
-        self.children = [self.header, self.head, *self.forms, self.status, self.continuation]
+        self.children = [self.header, self.head, *self.forms, self.status, self.continuation, self.footer]
         self.layout = widgets.Layout(
             border="1px solid var(--jp-border-color2, #ccc)", padding="6px 12px", margin="4px 0", max_width="60em"
         )
@@ -265,7 +267,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             word = "answered" if self.state == "stale" else "done"
             self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
             records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
-            self.children = [self.header, self.head, *records, self.status, self.continuation]
+            self.children = [self.header, self.head, *records, self.status, self.continuation, self.footer]
         if self.displayed:
             self.show_record()
         if self.on_settle is not None:

@@ -82,8 +82,12 @@ def interrupt_summary(
     input_schema: dict[str, Any] | None = None,
     description: str | None = None,
     note: str = "",
+    approval: bool | None = None,
 ) -> Summary:
-    """The `Summary` of an interrupted call (schema and description: its tool's, when known)."""
+    """The `Summary` of an interrupted call (schema and description: its tool's, when known).
+
+    ``approval`` says whether the answer is a yes or no (default: only for calls held by `ToolApproval`).
+    """
     tr = part.tool_request
     assert tr is not None
     data = (part.metadata or {}).get("interrupt")
@@ -110,7 +114,7 @@ def interrupt_summary(
     elif tr.input is not None:
         rows.append(("Input", tr.input, ""))
     raw = {"input": tr.input, **({"pause data": data} if data else {})}
-    kind = "approval" if held else "question"
+    kind = "approval" if (held if approval is None else approval) else "question"
     return Summary(tr.name, str(title), kind, question, note.strip(), rows, raw)
 
 
@@ -156,7 +160,7 @@ def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") 
     """The summary as HTML: a badge and title, the question, the model's note, the arguments."""
     tone, word = ("wait", "needs approval") if summary.kind == "approval" else ("wait", "needs an answer")
     if state != "waiting":
-        tone, word = "muted", state
+        tone, word = {"approved": "ok", "denied": "no"}.get(state, "muted"), state
     head = (
         f'<div style="font-size:110%;margin-bottom:2px">{badge(word, tone)}'
         f'<b class="{NO_TYPESET}">{esc(summary.title)}</b></div>'

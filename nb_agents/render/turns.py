@@ -261,6 +261,7 @@ def output_html(
     status: bool = True,
     known_tools: Mapping[str, Any] | None = None,
     box: bool = True,
+    ids: bool = True,
 ) -> str:
     """A turn as HTML; the widgets leave out what they show themselves.
 
@@ -271,15 +272,22 @@ def output_html(
         status: Include the line that says how the turn ended (when it matters).
         known_tools: The agent's tools, for labels and descriptions.
         box: Draw the turn in a bordered box.
+        ids: Include the collapsed "Details" (ids, finish reason).
     """
     parts = [status_html(out) if status else ""]
     parts.append(_turn_html(out, tools, interrupts, known_tools or {}))
     parts.append(_artifacts_html(out.artifacts or []))
     if out.error is not None:
         parts.append(error_html(out.error.status, out.error.message))
-    parts.append(ids_details(finish_reason=out.finish_reason, snapshot=out.snapshot_id, session=out.session_id))
+    if ids:
+        parts.append(turn_ids(out))
     body = "".join(parts)
     return f'<div class="nba-response" style="{BOX}">{body}</div>' if box else body
+
+
+def turn_ids(out: AgentOutput) -> str:
+    """The turn's ids and finish reason, collapsed under "Details" (nothing in static mode)."""
+    return ids_details(finish_reason=out.finish_reason, snapshot=out.snapshot_id, session=out.session_id)
 
 
 def output_text(out: AgentOutput, *, known_tools: Mapping[str, Any] | None = None) -> str:

@@ -12,7 +12,7 @@ fails with an `AssertionError` naming the screenshot.
 Cells are counted from 0 over all cells (markdown included), as they appear.
 
 Example (inside a test that takes the ``lab`` fixture from conftest.py):
-    >>> lab.open_notebook(NOTEBOOKS / "_smoke.ipynb")
+    >>> lab.open_notebook(FIXTURES / "smoke.ipynb")
     >>> lab.run_all()
     >>> lab.fill("Note", "ship it", cell=1)
     >>> lab.click_button("Approve", cell=1)
@@ -162,6 +162,9 @@ class LabServer:
                 "--ServerApp.shutdown_no_activity_timeout=1800",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--KernelManager.transport=ipc",  # no "TCP without encryption" warning per kernel
+                # what a regular install enables through its config file (an editable one has none)
+                "--ServerApp.jpserver_extensions=nb_agents.jupyter_extension=True",
             ]  # fmt: skip
             if os.geteuid() == 0:
                 cmd.append("--allow-root")
@@ -321,8 +324,12 @@ class LabPage:
         )
 
     def click_button(self, label: str, *, cell: int | None = None) -> None:
-        """Click the widget button labelled exactly `label` in an output (of `cell`, if given)."""
-        buttons = self._outputs(cell).get_by_role("button", name=label, exact=True)
+        """Click the widget button labelled exactly `label` in an output (of `cell`, if given).
+
+        A button's icon (a Font Awesome glyph, drawn as CSS content) may lead its accessible name.
+        """
+        name = re.compile(rf"^\W*{re.escape(label)}$")
+        buttons = self._outputs(cell).get_by_role("button", name=name)
         where = "the outputs" if cell is None else f"the output of cell {cell}"
         self._wait(lambda: buttons.first.wait_for(), f"no button '{label}' in {where}")
         if buttons.count() > 1:
