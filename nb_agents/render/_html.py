@@ -18,6 +18,7 @@ from .._display import static_mode
 
 __all__ = [
     "BOX",
+    "PRE",
     "ERROR",
     "MUTED",
     "NO_TYPESET",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._html import NO_TYPESET, esc
+from ._html import NO_TYPESET, PRE, esc
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -79,7 +79,7 @@ def markdown_html(text: str, *, cls: str = "nba-md") -> str:
     if not text:
         return ""
     try:
-        body = parser().render(text)
+        body = parser().render(text).replace("<pre>", f'<pre style="{PRE}">')
     except Exception:  # noqa: BLE001 - a parser bug must not hide the text: show it escaped
         body = f'<p style="white-space:pre-wrap">{esc(text)}</p>'
     return f'<div class="{cls} jp-RenderedHTMLCommon {NO_TYPESET}" style="{_TEXT}">{body}</div>'

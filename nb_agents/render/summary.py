@@ -153,7 +153,7 @@ def rows_html(rows: list[tuple[str, Any, str]], depth: int = 0) -> str:
         f'<td style="{_ROW}">{value_html(value, depth)}</td></tr>'
         for label, value, hint in rows
     )
-    return f'<table class="nba-args {NO_TYPESET}" style="border-collapse:collapse;margin:2px 0">{body}</table>'
+    return f'<table class="nba-args {NO_TYPESET}" style="border-collapse:collapse;margin:2px 0;line-height:1.4">{body}</table>'
 
 
 def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") -> str:

@@ -141,6 +141,7 @@ class LabServer:
         self.token = token
         self.root = root
         self.log = log
+        self.settings_dir: Path | None = None  # JupyterLab's user settings, when the caller knows them
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}, timeout=30)
 
     @classmethod
@@ -271,8 +272,11 @@ class LabPage:
 
     # --- moves ------------------------------------------------------------------
 
-    def open_notebook(self, source: Path) -> None:
-        """Copy `source` into the server's root, open it in Lab and wait for its kernel to be idle."""
+    def open_notebook(self, source: Path) -> str:
+        """Copy `source` into the server's root, open it in Lab and wait for its kernel to be idle.
+
+        Returns its path relative to the server's root (for `reopen` and the REST API).
+        """
         path = self.server.add_notebook(source, self.name)
         self.page.goto(self.server.lab_url(path))
         self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
@@ -280,6 +284,7 @@ class LabPage:
             lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL),
             f"the kernel of {path} did not start and become idle",
         )
+        return path
 
     def menu(self, menu: str, command: str) -> None:
         """Click `menu` in the menu bar, then its entry for the Lab command id `command`."""
@@ -346,6 +351,48 @@ class LabPage:
         # Typed key by key, like a person: the widget sends its value to the kernel as it changes.
         self._wait(lambda: field.press_sequentially(text), f"could not type into '{label}' in {where}")
         self._wait(lambda: field.press("Tab"), f"could not leave '{label}' in {where}")
+
+    def press(self, label: str, keys: str, *, cell: int | None = None) -> None:
+        """Focus the text box labelled `label` in an output and press `keys` (e.g. "Enter", "Shift+Enter")."""
+        box = self._outputs(cell).get_by_label(label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: box.first.wait_for(), f"no text box '{label}' in {where}")
+        self._wait(lambda: box.first.press(keys), f"could not press {keys} in '{label}' in {where}")
+
+    def type_into(self, label: str, text: str, *, cell: int | None = None) -> None:
+        """Type `text` key by key into the text box labelled `label` (staying in it)."""
+        box = self._outputs(cell).get_by_label(label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: box.first.wait_for(), f"no text box '{label}' in {where}")
+        self._wait(lambda: box.first.press_sequentially(text), f"could not type into '{label}' in {where}")
+
+    def save(self) -> None:
+        """File > Save Notebook, and wait until the notebook is no longer marked dirty."""
+        self.menu("File", "docmanager:save")
+        self._wait(
+            lambda: self.page.wait_for_function(
+                "(sel) => { const p = document.querySelector(sel); return p && !p.classList.contains('jp-mod-dirty')"
+                " && !document.querySelector('.jp-mod-current.jp-mod-dirty'); }",
+                arg=_PANEL,
+            ),
+            "the notebook was not saved",
+        )
+
+    def reopen(self, path: str) -> None:
+        """Load the page again with the notebook at `path` (relative to the server's root) open."""
+        self.page.goto(self.server.lab_url(path))
+        self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
+
+    def shot(self, label: str, *, cell: int | None = None) -> Path | None:
+        """Save a reference screenshot when ``NB_AGENTS_SCREENSHOTS`` names a folder (else nothing)."""
+        folder = os.environ.get("NB_AGENTS_SCREENSHOTS")
+        if not folder:
+            return None
+        target = Path(folder) / f"{self.name}-{label}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        time.sleep(0.5)  # let the last render settle
+        (self.cell(cell) if cell is not None else self.page).screenshot(path=str(target))
+        return target
 
     def wait_for_output(self, text: str, *, cell: int | None = None) -> Locator:
         """Wait until an output (of `cell`, if given) contains `text` (case-sensitive); return it."""
