@@ -31,6 +31,7 @@ from .view import TurnView
 
 __all__ = ["ChatWidget"]
 
+_ASSISTANT = '<div class="nba-role" style="font-weight:600;font-size:90%;margin-top:4px">Assistant</div>'
 _WAITING = "Answer the question above first: the assistant waits for it."
 _BUBBLE = {
     "user": "background:var(--jp-layout-color2,#eef2f7);border-radius:8px;padding:4px 10px;margin:4px 0 4px 15%",
@@ -78,7 +79,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         self.loading: asyncio.Task[None] | None = None
         self.views: list[TurnView] = []
         self.history: list[Message] = []  # read from the store; the chat's own list holds what follows
-        self.transcript = widgets.VBox()
+        self.transcript = widgets.VBox(layout=widgets.Layout(flex="0 0 auto"))  # grows, never squeezed
         # column-reverse keeps the scroll position at the bottom: the newest message stays in view
         self.scroller = widgets.Box(
             [self.transcript],
@@ -86,7 +87,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         )
         self.notice = widgets.HTML()
         self.message_box = MessageBox(placeholder=placeholder, label=placeholder)
-        self.message_box.on_submit(lambda _text: self.send())
+        self.message_box.on_submit(self._submitted)
         self.send_button = widgets.Button(description="Send", button_style="primary", icon="paper-plane")
         self.send_button.on_click(lambda _: self.send())
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
@@ -159,15 +160,21 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         if self.waiting is not None:
             self.notice.value = _note(_WAITING)
             return None
-        self.message_box.value = ""
+        if self.message_box.value == text:
+            self.message_box.value = ""
         self.notice.value = ""
-        reply = widgets.VBox([widgets.HTML()])
+        reply = widgets.VBox([widgets.HTML()], layout=widgets.Layout(padding="4px 10px", margin="0 15% 0 0"))
         user = Message(role="user", content=[Part(text=text)])
         self.transcript.children = [*self.transcript.children, _bubble(user), reply]
         self._running = True
         self.task = spawn(self._run(text, reply))
         self._update_controls()
         return self.task
+
+    def _submitted(self, text: str) -> None:
+        """Enter in the box: send, or put the text back when it cannot go yet."""
+        if self.send(text) is None and text.strip():
+            self.message_box.value = text
 
     def stop(self) -> asyncio.Task[str | None] | None:
         """Abort the turn in flight (``chat.abort()``); its reply ends where it stopped."""
@@ -178,6 +185,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
 
     async def _run(self, text: str, reply: Any) -> AgentResponse | None:
         stream = reply.children[0]
+        stream.value = _ASSISTANT
         streamed, tools = "", ""
         try:
             turn = self.chat.send_stream(text)
@@ -186,10 +194,10 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                stream.value = tools + stream_html(streamed)
+                stream.value = _ASSISTANT + tools + stream_html(streamed)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
-            stream.value = tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            stream.value = _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
             self._running = False
             self._update_controls()
             return None
@@ -197,10 +205,10 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             stream.value = tools
             reply.children = [stream, self._view(res)]
         elif res.finish_reason == "aborted":
-            stream.value = tools + stream_html(streamed) + _note("Stopped.")
+            stream.value = _ASSISTANT + tools + stream_html(streamed) + _note("Stopped.")
         else:
             known = tools_of(self.chat)
-            stream.value = tools + output_html(res.raw, tools=False, box=False, known_tools=known)
+            stream.value = _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
         self._running = False
         self._update_controls()
         return res

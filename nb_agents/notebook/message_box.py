@@ -39,9 +39,12 @@ function render({ model, el }) {
     event.stopPropagation();
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      model.set("value", box.value);
+      const text = box.value;
+      box.value = "";  // cleared at once; the kernel puts the text back if it cannot send it yet
+      model.set("value", "");
       model.save_changes();
-      model.send({ event: "submit", text: box.value });
+      model.send({ event: "submit", text: text });
+      grow();
     }
   });
   box.addEventListener("keypress", (event) => event.stopPropagation());
@@ -76,17 +79,21 @@ class MessageBox(anywidget.AnyWidget):  # type: ignore[misc]  # anywidget ships 
         self.on_msg(self._handle)
 
     def on_submit(self, callback: Callable[[str], None]) -> None:
-        """Call `callback` with the text when the person presses Enter."""
+        """Call `callback` with the text when the person presses Enter.
+
+        The browser empties the box as Enter is pressed; a callback that cannot send the
+        text yet puts it back (``box.value = text``).
+        """
         self._submit.append(callback)
 
-    def submit(self) -> None:
-        """Press Enter (what the browser does; for tests and scripts)."""
+    def submit(self, text: str | None = None) -> None:
+        """Press Enter (what the browser does; for tests and scripts): the box empties, callbacks run."""
+        text = self.value if text is None else text
+        self.value = ""
         for callback in list(self._submit):
-            callback(self.value)
+            callback(text)
 
     def _handle(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("event") == "submit":
             text = content.get("text")
-            if isinstance(text, str):
-                self.value = text
-            self.submit()
+            self.submit(text if isinstance(text, str) else self.value)

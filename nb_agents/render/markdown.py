@@ -79,7 +79,12 @@ def markdown_html(text: str, *, cls: str = "nba-md") -> str:
     if not text:
         return ""
     try:
-        body = parser().render(text).replace("<pre>", f'<pre style="{PRE}">')
+        body = (
+            parser()
+            .render(text)
+            .replace("<pre>", f'<pre style="{PRE}">')
+            .replace("<table>", '<table style="margin-left:0;margin-right:auto">')
+        )
     except Exception:  # noqa: BLE001 - a parser bug must not hide the text: show it escaped
         body = f'<p style="white-space:pre-wrap">{esc(text)}</p>'
     return f'<div class="{cls} jp-RenderedHTMLCommon {NO_TYPESET}" style="{_TEXT}">{body}</div>'
