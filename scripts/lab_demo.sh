@@ -8,7 +8,8 @@
 #
 # The demo's JupyterLab settings live in a temporary folder: JupyterLab's news toast is off
 # (it would cover the notebook) and your own settings are left alone. Kernels talk to the
-# server over local IPC sockets, not unencrypted TCP (no warning at each kernel start).
+# server over TCP encrypted with CurveZMQ (the kernelspec supports it), so no kernel warns
+# about plain-text TCP when it starts.
 # nb_agents' server extension is on (an editable install has no config file for it): saved
 # notebooks keep each form's record, not a widget that needs the kernel.
 set -euo pipefail
@@ -62,6 +63,6 @@ echo "  stop: Ctrl+C (twice). The terminal demo is 'make demo-cli'."
     --LabApp.user_settings_dir="$settings/user-settings" \
     --LabApp.workspaces_dir="$settings/workspaces" \
     --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-    --KernelManager.transport=ipc \
+    --KernelManager.transport_encryption=auto \
     --ServerApp.jpserver_extensions=nb_agents.jupyter_extension=True \
     --LabApp.default_url="/lab/tree/$notebook" ${extra[@]+"${extra[@]}"}

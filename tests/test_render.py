@@ -41,6 +41,7 @@ class Inert(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         self.attrs += [name for name, _ in attrs]
+        self.links = getattr(self, "links", []) + [v or "" for k, v in attrs if k == "href"]
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
@@ -52,7 +53,10 @@ def assert_inert(html: str, *, shows: str | None = PAYLOAD) -> None:
     parser.close()
     assert not {"img", "script", "iframe", "svg", "object"} & set(parser.tags), parser.tags
     assert not [a for a in parser.attrs if a.lower().startswith("on")], parser.attrs
-    assert set(parser.attrs) <= {"class", "style"}, parser.attrs
+    # links (from markdown) go to http(s) or mailto only, in a new tab without a referrer
+    assert set(parser.attrs) <= {"class", "style", "title", "open", "href", "target", "rel"}, parser.attrs
+    links = getattr(parser, "links", [])
+    assert all(u.startswith(("http://", "https://", "mailto:")) for u in links), links
     if shows is not None:
         # the payload is shown as text (and not eaten), at least its first line
         assert any(EVIL[0] in t for t in parser.text), "the payload should be visible as text"
@@ -249,6 +253,50 @@ async def test_a_response_in_a_kernel_displays_as_a_turn_view(monkeypatch: pytes
     assert "application/vnd.jupyter.widget-view+json" not in bare._repr_mimebundle_()
     monkeypatch.setenv(STATIC_ENV, "1")
     assert set(res._repr_mimebundle_()) == {"text/plain", "text/html"}
+
+
+HOSTILE_MARKDOWN = (
+    "**bold** <script>alert(1)</script> <img src=x onerror=alert(1)> "
+    "[run](javascript:alert(1)) [data](data:text/html,<b>x</b>) ![pixel](https://track.example/p.png) "
+    "<a href='javascript:alert(2)'>raw</a> [ok](https://genkit.dev) \\style{color:red}{x}"
+)
+
+
+def test_model_text_renders_as_markdown_with_raw_html_and_unsafe_links_inert() -> None:
+    from nb_agents.render import markdown_html
+
+    text = "I moved $500 to savings and $200 to checking.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nprint(1)\n```"
+    html = markdown_html(text)
+    assert "<table" in html and "<pre" in html and "<code" in html and "I moved $500 to savings and $200" in html
+    assert "mathjax_ignore" in html and "tex2jax_ignore" in html  # never typeset: dollars stay dollars
+    hostile = markdown_html(HOSTILE_MARKDOWN)
+    assert_inert(hostile, shows=None)
+    assert "<strong>bold</strong>" in hostile and 'href="https://genkit.dev"' in hostile
+    assert "[run](javascript:alert(1))" in hostile and "&lt;script&gt;" in hostile and "<img" not in hostile
+    assert "\\style{color:red}{x}" in hostile and 'rel="noopener noreferrer nofollow"' in hostile
+
+
+async def test_a_reply_in_markdown_is_escaped_and_inert_in_every_rendering() -> None:
+    model = ScriptedModel([text_response(HOSTILE_MARKDOWN)])
+    res = await nba.define_agent("md", model=model).chat().send("hi")
+    for html in (res._repr_mimebundle_()["text/html"], res.message._repr_mimebundle_()["text/html"]):  # type: ignore[union-attr]
+        assert_inert(html, shows=None)
+        assert "<strong>bold</strong>" in html
+
+
+def test_audit_rows_say_what_was_answered_in_words() -> None:
+    from nb_agents.render import audit_words
+    from nb_agents.stores.base import AuditRecord
+
+    def rec(kind: str, answer: object, replaced: object = None) -> AuditRecord:
+        return AuditRecord("s", "p", "c", "payBill", "p1", kind, answer, replaced, "2024-05-03T12:02:00Z", "ana")
+
+    assert audit_words(rec("restart", {"toolApproved": True})) == "approved"
+    assert audit_words(rec("respond", {"error": "The user denied the call to 'payBill': not now"})) == "denied: not now"
+    assert audit_words(rec("restart", {"approved": True, "feedback": "fine"}, {"amount": 3})) == (
+        "approved: Feedback: fine (arguments edited)"
+    )
+    assert audit_words(rec("respond", "the Q3 report")) == "answered: the Q3 report"
 
 
 @pytest.mark.parametrize("live", [*EVIL[:3], '<div onclick="x()">a</div>', '<a href="javascript:x()">a</a>'])

@@ -149,7 +149,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             input_schema=tool.input_schema if tool is not None else None,
             description=tool.description if tool is not None else None,
             note=note,
-            approval=self.mode in ("hold", "approve-respond", "approve-restart"),
+            approval=self.mode in ("hold", "approve-respond", "approve-restart", "continue"),
         )
         self.approve_button: Any = None
         self.deny_button: Any = None
@@ -230,7 +230,8 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             if mode == "json":
                 self.reply = schema_field({}, label="Answer", required=False)
             else:
-                self.reply = schema_field(schema if schema is not None else {}, label="" if schema else "Answer")
+                fields = isinstance(schema, dict) and bool(schema.get("properties"))
+                self.reply = schema_field(schema if schema is not None else {}, label="" if fields else "Answer *")
             rows.append(self.reply.row)
             self.submit_button = _button("Send answer", "primary", "paper-plane")
             self.submit_button.on_click(lambda _: self._record(self._submit))

@@ -162,6 +162,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         return chat
 
     async def _resume(self, resume: ToolResume) -> AgentResponse | None:
+        if await self._answered_elsewhere():
+            return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
         text, tools = "", ""
         try:
@@ -181,7 +183,6 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             return None
         self.result = res
         self.status.value = ""
-        stale = await self._answered_elsewhere(collapse=False)
         if res.finish_reason == "interrupted":
             self.stream.value = tools
             self.child = TurnView(res, chat, answered_by=self.answered_by, on_settle=lambda _c: self._settle())
@@ -193,8 +194,6 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.stream.value = tools + output_html(res.raw, tools=False, box=False, known_tools=self.tools)
             self.outcome = self._outcome_line()
             self._settle()
-        if stale:
-            self._mark_stale()
         return res
 
     def _outcome_line(self, *, repaused: bool = False) -> str:
@@ -212,8 +211,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             done.append("the assistant asks again below")
         return answer_line(verb, by=self.answered_by, at=self.answered_at, outcome=", ".join(done))
 
-    async def _answered_elsewhere(self, *, collapse: bool = True) -> bool:
-        """Whether the audit shows this turn answered before our answer was sent; collapse if so."""
+    async def _answered_elsewhere(self) -> bool:
+        """Whether the audit shows this turn answered already (then collapse to say so)."""
         agent = getattr(self.chat, "agent", None)
         sid, snap = self.response.session_id, self.response.snapshot_id
         if not (sid and snap and hasattr(agent, "audit")):
@@ -222,13 +221,10 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             records = [r for r in await agent.audit(sid) if r.snapshot_id == snap]  # type: ignore[union-attr]
         except Exception:  # noqa: BLE001 - no audit to read (a store without one): not stale, as far as we know
             return False
-        sent = self.answered_at or datetime.now(timezone.utc)
-        earlier = [r for r in records if _before(r.answered_at, sent)]
-        if not earlier:
+        if not records:
             return False
-        self.prior = earlier
-        if collapse:
-            self._mark_stale()
+        self.prior = records
+        self._mark_stale()
         return True
 
     def _mark_stale(self) -> None:
@@ -241,8 +237,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         for form in self.forms:
             form.lock()
             form.status.value = ""
-        if self.result is None:  # nothing more will come: the forms give way to their questions
-            self._settle()
+        self._settle()  # nothing more will come: the forms give way to their questions
 
     def _fail(self, message: str) -> None:
         self.state = "waiting"
@@ -283,14 +278,3 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"
-
-
-def _before(iso: str, when: datetime) -> bool:
-    try:
-        at = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=timezone.utc)
-    return at < when
-

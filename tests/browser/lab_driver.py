@@ -163,7 +163,8 @@ class LabServer:
                 "--ServerApp.shutdown_no_activity_timeout=1800",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--KernelManager.transport=ipc",  # no "TCP without encryption" warning per kernel
+                # CurveZMQ-encrypted kernel sockets: no "TCP without encryption" warning per kernel
+                "--KernelManager.transport_encryption=auto",
                 # what a regular install enables through its config file (an editable one has none)
                 "--ServerApp.jpserver_extensions=nb_agents.jupyter_extension=True",
             ]  # fmt: skip

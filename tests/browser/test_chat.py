@@ -45,8 +45,7 @@ def test_enter_sends_stop_aborts_and_the_history_comes_back_after_a_restart(lab:
     stopped = lab.wait_for_output("Stopped.", cell=2).locator(".nba-chat-note", has_text="Stopped.")
     # the transcript keeps the newest message in view (it scrolls, the old ones go up)
     seen = stopped.evaluate(
-        "(el) => { const box = el.closest('.widget-box[style*=overflow], .jupyter-widgets.widget-box');"
-        " const s = el.getBoundingClientRect(), b = el.closest('.nba-chat').getBoundingClientRect();"
+        "(el) => { const s = el.getBoundingClientRect(), b = el.closest('.nba-chat').getBoundingClientRect();"
         " return s.bottom <= b.bottom && s.top >= b.top; }"
     )
     assert seen, "the newest message is scrolled out of view"
