@@ -54,11 +54,7 @@ LIVE_OUTPUT_KEY = "nb_agents"
 that reads without the kernel (`nb_agents.jupyter_extension` keeps it, not the widget, on save)."""
 
 Renderer = Callable[[Any], dict[str, Any] | None]
-LiveLIVE_OUTPUT_KEY = "nb_agents"
-"""The output-metadata key that marks a live view's output: its ``text/html`` is a record
-that reads without the kernel (`nb_agents.jupyter_extension` keeps it, not the widget, on save)."""
-
-Renderer = Callable[[Any], Any]
+LiveRenderer = Callable[[Any], Any]
 """Returns a live view of the value (an object with ``_repr_mimebundle_``), or None."""
 
 _STATIC: dict[type, Renderer] = {}
@@ -151,6 +147,6 @@ def show(value: Any) -> None:
 
     view = live_view(value)
     if view is not None:
-        display(view)
+        display(view)  # type: ignore[no-untyped-call]  # IPython ships no type hints here
     else:
-        display(static_bundle(value), raw=True)
+        display(static_bundle(value), raw=True)  # type: ignore[no-untyped-call]

@@ -15,7 +15,9 @@ def output(meta: dict[str, Any] | None, **data: Any) -> dict[str, Any]:
 
 
 def test_only_nb_agents_outputs_with_a_record_lose_their_widget_view() -> None:
-    ours = output({"nb_agents": {"live": True}}, **{"text/html": "<b>Waiting for an answer</b>", WIDGET_MIME: VIEW})
+    ours = output(
+        {"nb_agents": {"live": True}}, **{"text/html": "<b>Waiting for an answer</b>", WIDGET_MIME: VIEW}
+    )
     other = output(None, **{"text/html": "<b>someone else's widget</b>", WIDGET_MIME: VIEW})
     bare = output({"nb_agents": {"live": True}}, **{WIDGET_MIME: VIEW})  # nothing to show instead: kept
     nb = {"cells": [{"cell_type": "code", "outputs": [ours, other, bare]}, {"cell_type": "markdown"}]}

@@ -51,7 +51,9 @@ def test_the_demo_starts_quietly_with_the_news_toast_off(tmp_path: Path) -> None
         proc = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # fmt: skip
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"token {token}"}) as http:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"token {token}"}
+        ) as http:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 try:

@@ -1,8 +1,9 @@
 """The example notebooks run under nbval in a real kernel.
 
-Every ``notebooks/*.ipynb`` is one test here. notebooks/ is copied to a temp folder (so what a notebook writes, an
-``agents.db`` say, never lands in the work tree) and ``pytest --nbval`` runs the
-copy in a subprocess, in the isolated Jupyter environment of `jupyter_env`:
+Every ``notebooks/*.ipynb`` is one test here. notebooks/ is copied to a temp
+folder (so what a notebook writes, an ``agents.db`` say, never lands in the work
+tree) and ``pytest --nbval`` runs the copy in a subprocess, in the isolated
+Jupyter environment of `jupyter_env`:
 the ``python3`` kernel is this interpreter (the .venv's ipykernel),
 ``NB_AGENTS_STATIC=1`` makes nb_agents render deterministically, and no API key
 reaches the kernel, so notebooks use their offline models. Each cell's fresh

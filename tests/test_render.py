@@ -265,9 +265,12 @@ HOSTILE_MARKDOWN = (
 def test_model_text_renders_as_markdown_with_raw_html_and_unsafe_links_inert() -> None:
     from nb_agents.render import markdown_html
 
-    text = "I moved $500 to savings and $200 to checking.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```py\nprint(1)\n```"
+    table = "| a | b |\n|---|---|\n| 1 | 2 |"
+    text = f"I moved $500 to savings and $200 to checking.\n\n{table}\n\n```py\nprint(1)\n```"
     html = markdown_html(text)
-    assert "<table" in html and "<pre" in html and "<code" in html and "I moved $500 to savings and $200" in html
+    assert (
+        "<table" in html and "<pre" in html and "<code" in html and "I moved $500 to savings and $200" in html
+    )
     assert "mathjax_ignore" in html and "tex2jax_ignore" in html  # never typeset: dollars stay dollars
     hostile = markdown_html(HOSTILE_MARKDOWN)
     assert_inert(hostile, shows=None)
@@ -289,10 +292,15 @@ def test_audit_rows_say_what_was_answered_in_words() -> None:
     from nb_agents.stores.base import AuditRecord
 
     def rec(kind: str, answer: object, replaced: object = None) -> AuditRecord:
-        return AuditRecord("s", "p", "c", "payBill", "p1", kind, answer, replaced, "2024-05-03T12:02:00Z", "ana")
+        return AuditRecord(
+            "s", "p", "c", "payBill", "p1", kind, answer, replaced, "2024-05-03T12:02:00Z", "ana"
+        )
 
     assert audit_words(rec("restart", {"toolApproved": True})) == "approved"
-    assert audit_words(rec("respond", {"error": "The user denied the call to 'payBill': not now"})) == "denied: not now"
+    assert (
+        audit_words(rec("respond", {"error": "The user denied the call to 'payBill': not now"}))
+        == "denied: not now"
+    )
     assert audit_words(rec("restart", {"approved": True, "feedback": "fine"}, {"amount": 3})) == (
         "approved: Feedback: fine (arguments edited)"
     )

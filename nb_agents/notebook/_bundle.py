@@ -48,7 +48,8 @@ class WithStaticFallback:
         """Display in a cell, keeping the output's handle so `show_record` can replace it."""
         from IPython.display import display
 
-        handle = display(self._repr_mimebundle_(), raw=True, display_id=True, metadata=OUTPUT_METADATA)
+        bundle = self._repr_mimebundle_()
+        handle = display(bundle, raw=True, display_id=True, metadata=OUTPUT_METADATA)  # type: ignore[no-untyped-call]
         if handle is not None:
             self.__dict__.setdefault("_nba_handles", []).append(handle)
 

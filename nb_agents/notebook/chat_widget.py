@@ -34,7 +34,9 @@ __all__ = ["ChatWidget"]
 _ASSISTANT = '<div class="nba-role" style="font-weight:600;font-size:90%;margin-top:4px">Assistant</div>'
 _WAITING = "Answer the question above first: the assistant waits for it."
 _BUBBLE = {
-    "user": "background:var(--jp-layout-color2,#eef2f7);border-radius:8px;padding:4px 10px;margin:4px 0 4px 15%",
+    "user": (
+        "background:var(--jp-layout-color2,#eef2f7);border-radius:8px;padding:4px 10px;margin:4px 0 4px 15%"
+    ),
     "model": "padding:4px 10px;margin:4px 15% 4px 0",
 }
 
@@ -115,7 +117,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             else:
                 snap = await chat.agent.get_snapshot(session_id=chat.session_id)
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
-            self.transcript.children = [widgets.HTML(value=error_html(None, f"could not read the chat: {exc}"))]
+            self.transcript.children = [
+                widgets.HTML(value=error_html(None, f"could not read the chat: {exc}"))
+            ]
             return
         msgs = list(snap.state.messages) if snap is not None and snap.state is not None else []
         paused = None
@@ -197,7 +201,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
                 stream.value = _ASSISTANT + tools + stream_html(streamed)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
-            stream.value = _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            stream.value = (
+                _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            )
             self._running = False
             self._update_controls()
             return None
@@ -208,13 +214,17 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             stream.value = _ASSISTANT + tools + stream_html(streamed) + _note("Stopped.")
         else:
             known = tools_of(self.chat)
-            stream.value = _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
+            stream.value = (
+                _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
+            )
         self._running = False
         self._update_controls()
         return res
 
     def _view(self, res: AgentResponse) -> TurnView:
-        view = TurnView(res, self.chat, answered_by=self.answered_by, on_settle=lambda _v: self._update_controls())
+        view = TurnView(
+            res, self.chat, answered_by=self.answered_by, on_settle=lambda _v: self._update_controls()
+        )
         self.views.append(view)
         return view
 

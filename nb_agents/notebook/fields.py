@@ -79,8 +79,10 @@ class Field:
     def row(self) -> Any:
         """The widget with its error message beside it (what a form shows)."""
         if self._row is None:
-            self._row = widgets.VBox([self.widget, self.error]) if self.children else widgets.HBox(
-                [self.widget, self.error]
+            self._row = (
+                widgets.VBox([self.widget, self.error])
+                if self.children
+                else widgets.HBox([self.widget, self.error])
             )
         return self._row
 

@@ -167,7 +167,12 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.change_button = _button("Change answer", icon="undo")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
-        self.children = [self.head, *self._build(), self.error, widgets.HBox([self.status, self.change_button])]
+        self.children = [
+            self.head,
+            *self._build(),
+            self.error,
+            widgets.HBox([self.status, self.change_button]),
+        ]
 
     # -- which form, which buttons ---------------------------------------------------------
     def _mode(self) -> str:
@@ -231,7 +236,9 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
                 self.reply = schema_field({}, label="Answer", required=False)
             else:
                 fields = isinstance(schema, dict) and bool(schema.get("properties"))
-                self.reply = schema_field(schema if schema is not None else {}, label="" if fields else "Answer *")
+                self.reply = schema_field(
+                    schema if schema is not None else {}, label="" if fields else "Answer *"
+                )
             rows.append(self.reply.row)
             self.submit_button = _button("Send answer", "primary", "paper-plane")
             self.submit_button.on_click(lambda _: self._record(self._submit))
@@ -279,7 +286,10 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             _reveal(self.edit_toggle, edit_box)
             rows.append(edit_box)
             buttons.append(self.edit_toggle)
-        return [*rows, widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center"))]
+        return [
+            *rows,
+            widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
+        ]
 
     # -- reading and checking values ---------------------------------------------------------
     def _read(self, field: Field | None) -> Any:
@@ -371,7 +381,9 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             self._check("The reply", tool.check_resume if tool else None, value, self.reply)
             new = self._edited()
             part = self.interrupt.restart(value, new)
-            return Answer("restart", part, "sent" + (" with changes" if new else ""), "answered", self._changed(new))
+            return Answer(
+                "restart", part, "sent" + (" with changes" if new else ""), "answered", self._changed(new)
+            )
         if value is None and self.mode == "json":
             raise FieldError("enter the answer as JSON, or use Restart")
         self._check("The answer", tool.check_output if tool else None, value, self.reply)

@@ -26,7 +26,10 @@ function render({ model, el }) {
   box.style.cssText = "width:100%;box-sizing:border-box;resize:none;min-height:2.4em;max-height:12em;" +
     "padding:6px 8px;font:inherit;border:1px solid var(--jp-border-color1,#bbb);border-radius:4px;" +
     "color:var(--jp-ui-font-color0,#111);background:var(--jp-layout-color0,#fff)";
-  const grow = () => { box.style.height = "auto"; box.style.height = Math.min(box.scrollHeight + 2, 200) + "px"; };
+  const grow = () => {
+    box.style.height = "auto";
+    box.style.height = Math.min(box.scrollHeight + 2, 200) + "px";
+  };
   const sync = () => {
     if (box.value !== model.get("value")) { box.value = model.get("value"); }
     box.placeholder = model.get("placeholder");

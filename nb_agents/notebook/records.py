@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["answer_value", "form_record_html", "turn_record_bundle"]
 
 _TONE = {"approved": "ok", "denied": "no", "answered": "ok"}
+_NESTED = "margin-left:10px;padding-left:8px;border-left:2px solid var(--jp-border-color2,#ddd)"
 _QUIET = {"approved", "toolApproved", "tool_approved"}
 
 
@@ -56,10 +57,15 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     if answer is not None and state != "stale":
         label = answer.label[:1].upper() + answer.label[1:]
         if answer.label != answer.verb:  # the badge says the verb already
-            out.append(f'<div style="margin-top:2px">{badge(answer.verb, _TONE.get(answer.verb, "muted"))}{esc(label)}</div>')
+            out.append(
+                f'<div style="margin-top:2px">{badge(answer.verb, _TONE.get(answer.verb, "muted"))}'
+                f"{esc(label)}</div>"
+            )
         value = answer_value(form)
         if isinstance(value, dict):
-            out.append(rows_html([(k.title() if k == "reason" else _label(k), v, "") for k, v in value.items()]))
+            out.append(
+                rows_html([(k.title() if k == "reason" else _label(k), v, "") for k, v in value.items()])
+            )
         elif value is not None:
             out.append(rows_html([("Answer", value, "")]))
         out.append(changes_html(list(answer.changed)))
@@ -78,7 +84,10 @@ def turn_record_bundle(view: TurnView) -> dict[str, str]:
     if view.state in ("waiting", "sending") or (view.state == "stale" and not view.forms):
         return response_bundle(view.response)
     html, text = _record(view)
-    return {"text/plain": text, "text/html": f'<div class="nba-response nba-record" style="{BOX}">{html}</div>'}
+    return {
+        "text/plain": text,
+        "text/html": f'<div class="nba-response nba-record" style="{BOX}">{html}</div>',
+    }
 
 
 def _record(view: TurnView) -> tuple[str, str]:
@@ -93,11 +102,15 @@ def _record(view: TurnView) -> tuple[str, str]:
             lines.append(f"  {form.answer.label}")
     if view.result is not None:
         if view.child is not None:
-            child_html, child_text = _record(view.child) if view.child.state not in ("waiting", "sending") else (
-                response_bundle(view.child.response)["text/html"],
-                WAITING.replace("`", ""),
+            child_html, child_text = (
+                _record(view.child)
+                if view.child.state not in ("waiting", "sending")
+                else (
+                    response_bundle(view.child.response)["text/html"],
+                    WAITING.replace("`", ""),
+                )
             )
-            html.append(f'<div style="margin-left:10px;padding-left:8px;border-left:2px solid var(--jp-border-color2,#ddd)">{child_html}</div>')
+            html.append(f'<div style="{_NESTED}">{child_html}</div>')
             lines.append(child_text)
         else:
             html.append(output_html(view.result.raw, tools=True, box=False, known_tools=view.tools))

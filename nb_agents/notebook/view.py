@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..chat import Chat
 from ..render import answer_line, error_html, output_html, part_html, record_words, stream_html, tools_of
-from ..render.turns import turn_ids
 from ..render._html import badge, esc
+from ..render.turns import turn_ids
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
@@ -106,14 +106,19 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
         self.answered_at: datetime | None = None
         self.header = widgets.HTML(value=self._waiting_line())
-        self.head = widgets.HTML(value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False))
+        self.head = widgets.HTML(
+            value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False)
+        )
         self.footer = widgets.HTML(value=turn_ids(response.raw))
         self.status = widgets.HTML()
         self.stream = widgets.HTML()
         self.continuation = widgets.VBox([self.stream])
         self.children = [self.header, self.head, *self.forms, self.status, self.continuation, self.footer]
         self.layout = widgets.Layout(
-            border="1px solid var(--jp-border-color2, #ccc)", padding="6px 12px", margin="4px 0", max_width="60em"
+            border="1px solid var(--jp-border-color2, #ccc)",
+            padding="6px 12px",
+            margin="4px 0",
+            max_width="60em",
         )
         self.add_class("nba-turn-view")
 
@@ -146,7 +151,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         for form in self.forms:
             form.lock()
         self.state = "sending"
-        self.answered_at = datetime.now(timezone.utc)
+        self.answered_at = datetime.now(UTC)
         self.header.value = _status("info", "sending", "Sending your answer…")
         self.task = spawn(self._resume(self.last_resume))
         return self.task
@@ -185,7 +190,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.status.value = ""
         if res.finish_reason == "interrupted":
             self.stream.value = tools
-            self.child = TurnView(res, chat, answered_by=self.answered_by, on_settle=lambda _c: self._settle())
+            self.child = TurnView(
+                res, chat, answered_by=self.answered_by, on_settle=lambda _c: self._settle()
+            )
             self.continuation.children = [self.stream, self.child]
             self.state = "answered"
             self.outcome = self._outcome_line(repaused=True)
@@ -229,7 +236,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
     def _mark_stale(self) -> None:
         """Collapse to "Already answered (...)": the answer recorded first, not this form's."""
-        words = "; ".join(f"{r.name}: {record_words(r)}" if len(self.prior) > 1 else record_words(r) for r in self.prior)
+        words = "; ".join(
+            f"{r.name}: {record_words(r)}" if len(self.prior) > 1 else record_words(r) for r in self.prior
+        )
         self.state = "stale"
         self.outcome = f"Already answered ({words})"
         self.header.value = _status("muted", "answered", self.outcome)

@@ -123,7 +123,5 @@ def ids_details(**values: str | None) -> str:
     rows = [(k.replace("_", " "), v) for k, v in values.items() if v]
     if not rows:
         return ""
-    body = "".join(
-        f'<div><span style="{MUTED}">{esc(k)}</span> <code>{esc(v)}</code></div>' for k, v in rows
-    )
+    body = "".join(f'<div><span style="{MUTED}">{esc(k)}</span> <code>{esc(v)}</code></div>' for k, v in rows)
     return details(muted("Details", "span"), f'<div style="{MUTED}">{body}</div>', cls="nba-ids")

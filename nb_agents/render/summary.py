@@ -153,7 +153,8 @@ def rows_html(rows: list[tuple[str, Any, str]], depth: int = 0) -> str:
         f'<td style="{_ROW}">{value_html(value, depth)}</td></tr>'
         for label, value, hint in rows
     )
-    return f'<table class="nba-args {NO_TYPESET}" style="border-collapse:collapse;margin:2px 0;line-height:1.4">{body}</table>'
+    style = "border-collapse:collapse;margin:2px 0;line-height:1.4"
+    return f'<table class="nba-args {NO_TYPESET}" style="{style}">{body}</table>'
 
 
 def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") -> str:
@@ -205,7 +206,7 @@ def changes(old: Any, new: Any, schema: dict[str, Any] | None = None) -> list[tu
         if a == b:
             continue
         top = props.get(path[0]) if path and isinstance(props, dict) else None
-        label = " › ".join([label_for(path[0], top), *(humanize(p) for p in path[1:])]) if path else "Input"
+        label = " / ".join([label_for(path[0], top), *(humanize(p) for p in path[1:])]) if path else "Input"
         out.append((label, None if a is missing else a, None if b is missing else b))
     return out
 

@@ -20,7 +20,10 @@ from .turns import interrupt_html, interrupt_text, message_bundle, tools_of
 
 __all__ = ["audit_bundle", "audit_words", "pending_bundle", "snapshot_bundle"]
 
-_CELL = "text-align:left;vertical-align:top;padding:3px 10px 3px 0;border-bottom:1px solid var(--jp-border-color2,#ddd)"
+_CELL = (
+    "text-align:left;vertical-align:top;padding:3px 10px 3px 0;"
+    "border-bottom:1px solid var(--jp-border-color2,#ddd)"
+)
 
 
 def snapshot_bundle(snap: SessionSnapshot) -> dict[str, str]:
@@ -66,7 +69,9 @@ def pending_bundle(turns: Sequence[PendingTurn]) -> dict[str, str]:
             lines.append(interrupt_text(interrupt.part, tools=known))
         out.append(ids_details(session=turn.session_id, updated=local_time(turn.snapshot.updated_at)))
     if n:
-        out.append(f'<div style="{MUTED}">Answer them in a running kernel with <code>pending(agent)</code>.</div>')
+        out.append(
+            f'<div style="{MUTED}">Answer them in a running kernel with <code>pending(agent)</code>.</div>'
+        )
     out.append("</div>")
     return {"text/plain": "\n".join(lines), "text/html": "".join(out)}
 
@@ -84,7 +89,11 @@ def audit_words(rec: AuditRecord) -> str:
     extra = ""
     if isinstance(rec.answer, dict):
         reason = rec.answer.get("error") if verb == "denied" else None
-        rest = {k: v for k, v in rec.answer.items() if k not in ("approved", "toolApproved", "tool_approved", "error")}
+        rest = {
+            k: v
+            for k, v in rec.answer.items()
+            if k not in ("approved", "toolApproved", "tool_approved", "error")
+        }
         if isinstance(reason, str) and ": " in reason:
             extra = reason.split(": ", 1)[1]
         elif rest:

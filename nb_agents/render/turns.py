@@ -93,7 +93,8 @@ def tool_result_html(request: Part | None, output: Any = _NO_RESULT, *, name: st
         body += f'<div style="{MUTED}">result</div>{pre(output)}'
     if tr is not None and tr.ref:
         body += f'<div style="{MUTED}">call ref <code>{esc(tr.ref)}</code></div>'
-    summary = f'{badge("tool")}<code class="{NO_TYPESET}">{esc(label)}</code> <span class="{NO_TYPESET}">{tail}</span>'
+    name = f'<code class="{NO_TYPESET}">{esc(label)}</code>'
+    summary = f'{badge("tool")}{name} <span class="{NO_TYPESET}">{tail}</span>'
     return details(summary, body, cls="nba-tool")
 
 
@@ -184,7 +185,9 @@ def message_bundle(msg: Message) -> dict[str, str]:
     role = ROLE_NAMES.get(msg.role, msg.role.title())
     return {
         "text/plain": f"{role}: " + "\n".join(_part_text(p) for p in msg.content),
-        "text/html": f'<div class="nba-message nba-{esc(msg.role)}">{_role_html(msg.role)}{_message_body(msg)}</div>',
+        "text/html": (
+            f'<div class="nba-message nba-{esc(msg.role)}">{_role_html(msg.role)}{_message_body(msg)}</div>'
+        ),
     }
 
 
@@ -248,7 +251,8 @@ def status_html(out: AgentOutput) -> str:
     """What a person needs to know about how the turn ended ("" for a normal reply)."""
     finish = out.finish_reason or "unknown"
     if finish == "interrupted":
-        return f'<div class="nba-status">{badge("waiting", "wait")}{markdown_html(WAITING, cls="nba-wait")}</div>'
+        waiting = markdown_html(WAITING, cls="nba-wait")
+        return f'<div class="nba-status">{badge("waiting", "wait")}{waiting}</div>'
     text = _STATUS.get(finish, f"Finished: {finish}.")
     return f'<div class="nba-status" style="{MUTED}">{esc(text)}</div>' if text else ""
 
@@ -323,4 +327,7 @@ def response_text(res: AgentResponse) -> str:
 def response_bundle(res: AgentResponse) -> dict[str, str]:
     """``text/plain`` and escaped ``text/html`` for a response (no widgets)."""
     known = tools_of(res)
-    return {"text/plain": output_text(res.raw, known_tools=known), "text/html": output_html(res.raw, known_tools=known)}
+    return {
+        "text/plain": output_text(res.raw, known_tools=known),
+        "text/html": output_html(res.raw, known_tools=known),
+    }

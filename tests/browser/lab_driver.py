@@ -372,7 +372,8 @@ class LabPage:
         self.menu("File", "docmanager:save")
         self._wait(
             lambda: self.page.wait_for_function(
-                "(sel) => { const p = document.querySelector(sel); return p && !p.classList.contains('jp-mod-dirty')"
+                "(sel) => { const p = document.querySelector(sel);"
+                " return p && !p.classList.contains('jp-mod-dirty')"
                 " && !document.querySelector('.jp-mod-current.jp-mod-dirty'); }",
                 arg=_PANEL,
             ),

@@ -56,5 +56,9 @@ def test_enter_sends_stop_aborts_and_the_history_comes_back_after_a_restart(lab:
     lab.run_cell(2)  # a new widget on the same stored session: the conversation is read back
 
     history = lab.wait_for_output("second line", cell=2).inner_text()
-    assert "You said:" in history and "first line" in history and history.index("first") < history.index("You said")
+    assert (
+        "You said:" in history
+        and "first line" in history
+        and history.index("first") < history.index("You said")
+    )
     lab.shot("history", cell=2)

@@ -34,7 +34,9 @@ FORMS = {
 
 
 def test_every_example_is_listed_here() -> None:
-    assert sorted(FORMS) == sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != "kernel-restart.ipynb")
+    assert sorted(FORMS) == sorted(
+        p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != "kernel-restart.ipynb"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FORMS))

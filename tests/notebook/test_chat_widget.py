@@ -115,7 +115,9 @@ async def test_static_mode_shows_no_widget(monkeypatch: pytest.MonkeyPatch) -> N
 
 async def test_enter_in_the_box_sends_and_a_refused_text_goes_back_in_the_box() -> None:
     agent, model = agent_with(
-        tool_call_response(("askUser", "a1", {"question": "Sure?"})), text_response("ok"), text_response("next")
+        tool_call_response(("askUser", "a1", {"question": "Sure?"})),
+        text_response("ok"),
+        text_response("next"),
     )
     chat_box = ChatWidget(agent)
     chat_box.message_box.value = "do it"
@@ -158,14 +160,20 @@ async def test_stop_aborts_the_turn_in_flight() -> None:
 async def test_a_chat_rebuilt_from_the_store_shows_its_history_and_open_form(tmp_path) -> None:  # type: ignore[no-untyped-def]
     store = nba.SqliteSessionStore(tmp_path / "chat.db")
     model = ScriptedModel(
-        [text_response("first *answer*"), tool_call_response(("askUser", "a1", {"question": "Sure?"})), text_response("ok")]
+        [
+            text_response("first *answer*"),
+            tool_call_response(("askUser", "a1", {"question": "Sure?"})),
+            text_response("ok"),
+        ]
     )
     agent = nba.define_agent("helper", model=model, tools=[ask_user], store=store)
     chat = agent.chat(session_id="s-1")
     await chat.send("one")
     await chat.send("two")
     # a new kernel: a new agent object on the same file, a chat known only by its session id
-    again = nba.define_agent("helper", model=model, tools=[ask_user], store=nba.SqliteSessionStore(tmp_path / "chat.db"))
+    again = nba.define_agent(
+        "helper", model=model, tools=[ask_user], store=nba.SqliteSessionStore(tmp_path / "chat.db")
+    )
     chat_box = ChatWidget(again.chat(session_id="s-1"))
     assert chat_box.loading is not None
     await chat_box.loading

@@ -116,7 +116,9 @@ def test_starting_values_fill_the_form() -> None:
 
 
 def test_optional_values_can_be_switched_off() -> None:
-    field = schema_field(Order.model_json_schema(), {"limit": 7, "kind": "order", "sizes": [], "ship_to": {"street": "A"}})
+    field = schema_field(
+        Order.model_json_schema(), {"limit": 7, "kind": "order", "sizes": [], "ship_to": {"street": "A"}}
+    )
     boxes = [w for w in widgets_of(field.widget) if isinstance(w, widgets.Checkbox) and w.description == ""]
     assert len(boxes) == 3  # count, bill_to and limit say whether they are given
     for box in boxes:

@@ -67,7 +67,9 @@ def bank(*responses: dict[str, Any], store: Any = None) -> tuple[nba.Agent, list
     return agent, ran
 
 
-MOVE = tool_call_response(("transferMoney", "t1", {"amount": 500, "toAccount": "savings"}), text="Please confirm.")
+MOVE = tool_call_response(
+    ("transferMoney", "t1", {"amount": 500, "toAccount": "savings"}), text="Please confirm."
+)
 
 
 async def test_the_status_line_says_who_approved_when_and_what_ran() -> None:
@@ -128,7 +130,11 @@ async def test_a_reason_beside_deny_reaches_the_model_and_the_record() -> None:
 @pytest.mark.parametrize(
     ("call", "mode", "buttons"),
     [
-        (("transferMoney", "t1", {"amount": 5, "toAccount": "x"}), "approve-restart", ["approve", "deny", "edit"]),
+        (
+            ("transferMoney", "t1", {"amount": 5, "toAccount": "x"}),
+            "approve-restart",
+            ["approve", "deny", "edit"],
+        ),
         (("deleteFile", "d1", {"path": "/a"}), "continue", ["continue", "answer", "deny", "edit"]),
         (("sendEmail", "e1", {"to": "a@b.c"}), "hold", ["approve", "deny", "edit"]),
     ],
@@ -148,13 +154,18 @@ async def test_a_plain_tool_that_paused_itself_can_be_denied_with_a_reason() -> 
     form.reason.widget.value = "keep it"
     form.deny_button.click()
     await view.task
-    assert view.last_resume.respond[0].tool_response.output == "The user denied the call to 'deleteFile': keep it"
+    assert (
+        view.last_resume.respond[0].tool_response.output
+        == "The user denied the call to 'deleteFile': keep it"
+    )
     assert ran == [] and "deleteFile did not run" in view.outcome
 
 
 async def test_an_empty_required_answer_is_refused_beside_its_field() -> None:
     ask = nba.define_interrupt(name="askUser", input_schema=None, output_schema=str)
-    model = ScriptedModel([tool_call_response(("askUser", "q1", {"question": "Which one?"})), text_response("ok")])
+    model = ScriptedModel(
+        [tool_call_response(("askUser", "q1", {"question": "Which one?"})), text_response("ok")]
+    )
     agent = nba.define_agent("q", model=model, tools=[ask], store=nba.InMemorySessionStore())
     view = TurnView(await agent.chat().send("go"))
     form = view.forms[0]
@@ -212,4 +223,8 @@ async def test_a_displayed_view_replaces_its_output_with_the_record_once_finishe
     view.forms[0].approve_button.click()
     await view.task
     [record] = handle.bundles
-    assert WIDGET_MIME not in record and "Approved by ana" in record["text/html"] and "Done." in record["text/html"]
+    assert (
+        WIDGET_MIME not in record
+        and "Approved by ana" in record["text/html"]
+        and "Done." in record["text/html"]
+    )
