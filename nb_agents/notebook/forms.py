@@ -31,7 +31,7 @@ never by hand. The form only *records* its answer and calls ``on_answer``:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 from pydantic import TypeAdapter, ValidationError
@@ -39,53 +39,13 @@ from pydantic import TypeAdapter, ValidationError
 from ..interrupts import AgentInterrupt, ApprovalHold
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
 from ..tools import Tool
-from ..types import Part
+from .answer import Answer, approval_extras, is_approval_shaped, one_text
 from .fields import Field, FieldError, schema_field
 
 __all__ = ["Answer", "InterruptForm", "approval_extras", "is_approval_shaped"]
 
 _OK = "color:var(--jp-success-color0,#2e7d32);font-weight:600"
 _REASON = "optional: why (the assistant reads it)"
-
-
-class Answer(NamedTuple):
-    """A recorded answer: which list the part goes in, the part, a label, and in words what it did."""
-
-    kind: Literal["respond", "restart"]
-    part: Part
-    label: str
-    verb: str = "answered"  # "approved", "denied" or "answered"
-    changed: tuple[tuple[str, Any, Any], ...] = ()
-
-
-def is_approval_shaped(schema: Any) -> bool:
-    """True for an object schema whose only required field is the bool ``approved``.
-
-    Example:
-        >>> is_approval_shaped({"type": "object", "required": ["approved"],
-        ...     "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}})
-        True
-    """
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return False
-    props = schema.get("properties") or {}
-    return schema.get("required") == ["approved"] and props.get("approved", {}).get("type") == "boolean"
-
-
-def approval_extras(schema: dict[str, Any]) -> dict[str, Any]:
-    """The approval-shaped schema without ``approved``: the optional fields."""
-    props = {k: v for k, v in schema.get("properties", {}).items() if k != "approved"}
-    return {**schema, "properties": props, "required": []}
-
-
-def _one_text(schema: dict[str, Any]) -> str | None:
-    """The name of the one optional text field of an approval's extras (it becomes the reason)."""
-    props = schema.get("properties") or {}
-    if len(props) != 1:
-        return None
-    name, prop = next(iter(props.items()))
-    kinds = [prop.get("type")] + [o.get("type") for o in prop.get("anyOf", []) if isinstance(o, dict)]
-    return name if "string" in kinds and not prop.get("enum") else None
 
 
 def _button(label: str, style: str = "", icon: str = "") -> Any:
@@ -225,7 +185,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
                 assert schema is not None
                 extras = approval_extras(schema)
                 self.reply = schema_field(extras)
-                one = _one_text(extras)
+                one = one_text(extras)
                 if one is not None:
                     self.reason = self.reply.children[one]
                     self.reason.widget.placeholder = self.reason.widget.placeholder or _REASON

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
+from lab_scripts import KERNEL_READY, RESTARTED, RUNS_DONE, WATCH_RUNS, WATCH_STATUS
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page
 
@@ -54,76 +55,6 @@ TIMEOUT_MS = 60_000
 
 # The notebook on show (other tabs are hidden by Lumino, not removed).
 _PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-
-# Records, per cell, that its prompt showed "[*]" since the last reset: a run is
-# seen even when it is too quick to catch by polling, or ends on the same count.
-_WATCH_RUNS = """(panelSelector) => {
-  window.__nbaRan = new Set();
-  if (window.__nbaRunObserver) { window.__nbaRunObserver.disconnect(); }
-  const panel = document.querySelector(panelSelector);
-  const note = () => {
-    panel.querySelectorAll('.jp-Notebook .jp-Cell').forEach((cell, index) => {
-      const prompt = cell.querySelector('.jp-InputPrompt');
-      if (prompt && prompt.textContent.includes('[*]')) { window.__nbaRan.add(index); }
-    });
-  };
-  window.__nbaRunObserver = new MutationObserver(note);
-  window.__nbaRunObserver.observe(panel, {subtree: true, childList: true, characterData: true});
-}"""
-
-# True when the kernel is idle and every non-empty code cell in `cells` (all when
-# null) has run since _WATCH_RUNS and no longer shows "[*]".
-_RUNS_DONE = """([panelSelector, cells]) => {
-  const panel = document.querySelector(panelSelector);
-  const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  if (!indicator || indicator.getAttribute('data-status') !== 'idle') { return false; }
-  const all = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
-  return (cells === null ? all.map((_, i) => i) : cells).every((index) => {
-    const cell = all[index];
-    if (!cell) { return false; }
-    if (!cell.classList.contains('jp-CodeCell')) { return true; }
-    const source = cell.querySelector('.jp-InputArea-editor');
-    if (!source || !source.textContent.trim()) { return true; }
-    const prompt = cell.querySelector('.jp-InputPrompt').textContent;
-    return window.__nbaRan.has(index) && !prompt.includes('[*]');
-  });
-}"""
-
-_WATCH_STATUS = """(panelSelector) => {
-  const panel = document.querySelector(panelSelector);
-  const read = () => {
-    const el = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-    return el ? el.getAttribute('data-status') : null;
-  };
-  window.__nbaStatuses = [read()];
-  if (window.__nbaStatusObserver) { window.__nbaStatusObserver.disconnect(); }
-  window.__nbaStatusObserver = new MutationObserver(() => {
-    const now = read();
-    if (now !== window.__nbaStatuses[window.__nbaStatuses.length - 1]) { window.__nbaStatuses.push(now); }
-  });
-  window.__nbaStatusObserver.observe(panel, {subtree: true, childList: true, attributes: true,
-                                             attributeFilter: ['data-status']});
-}"""
-
-# True once the kernel has left "idle" (it restarted) and is idle again.
-_RESTARTED = """(panelSelector) => {
-  const seen = window.__nbaStatuses || [];
-  const el = document.querySelector(panelSelector + ' .jp-Notebook-ExecutionIndicator');
-  return seen.some((s) => s !== 'idle') && el !== null && el.getAttribute('data-status') === 'idle';
-}"""
-
-
-# True when the notebook has a kernel (the toolbar names it) and that kernel is idle.
-# The execution indicator alone says "idle" before any kernel exists.
-_KERNEL_READY = """(panelSelector) => {
-  const panel = document.querySelector(panelSelector);
-  if (!panel) { return false; }
-  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  const name = panel.querySelector('.jp-Toolbar-kernelName');
-  const kernel = name ? name.textContent.trim() : '';
-  return indicator !== null && indicator.getAttribute('data-status') === 'idle'
-    && kernel !== '' && kernel !== 'No Kernel';
-}"""
 
 
 class LabServer:
@@ -282,7 +213,7 @@ class LabPage:
         self.page.goto(self.server.lab_url(path))
         self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
         self._wait(
-            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL),
+            lambda: self.page.wait_for_function(KERNEL_READY, arg=_PANEL),
             f"the kernel of {path} did not start and become idle",
         )
         return path
@@ -302,31 +233,31 @@ class LabPage:
 
     def run_all(self) -> None:
         """Run > Run All Cells, then wait until every code cell has run and the kernel is idle."""
-        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.page.evaluate(WATCH_RUNS, _PANEL)
         self.menu("Run", "runmenu:run-all")
         self._wait_for_runs(None)
 
     def run_cell(self, index: int) -> None:
         """Select cell `index`, Run > Run Selected Cell..., and wait until it has run."""
         self._wait(lambda: self.cell(index).locator(".jp-InputPrompt").click(), f"no cell {index}")
-        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.page.evaluate(WATCH_RUNS, _PANEL)
         self.menu("Run", "notebook:run-cell")
         self._wait_for_runs([index])
 
     def restart_kernel(self) -> None:
         """Kernel > Restart Kernel..., confirm, and wait until the new kernel is idle."""
-        self.page.evaluate(_WATCH_STATUS, _PANEL)
+        self.page.evaluate(WATCH_STATUS, _PANEL)
         self.menu("Kernel", "kernelmenu:restart")
         self._wait(lambda: self.page.locator(".jp-Dialog .jp-mod-accept").click(), "no restart dialog")
         self._wait(
-            lambda: self.page.wait_for_function(_RESTARTED, arg=_PANEL),
+            lambda: self.page.wait_for_function(RESTARTED, arg=_PANEL),
             "the kernel did not restart and come back idle",
         )
 
     def wait_until_idle(self) -> None:
         """Wait until the notebook has a kernel and it is idle."""
         self._wait(
-            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL), "the kernel did not become idle"
+            lambda: self.page.wait_for_function(KERNEL_READY, arg=_PANEL), "the kernel did not become idle"
         )
 
     def click_button(self, label: str, *, cell: int | None = None) -> None:
@@ -438,7 +369,7 @@ class LabPage:
     def _wait_for_runs(self, cells: list[int] | None) -> None:
         which = "every cell" if cells is None else f"cell {cells[0]}"
         self._wait(
-            lambda: self.page.wait_for_function(_RUNS_DONE, arg=[_PANEL, cells]),
+            lambda: self.page.wait_for_function(RUNS_DONE, arg=[_PANEL, cells]),
             f"{which} did not finish running (or the kernel never became idle)",
         )
 
