@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
+PORT ?= 8888
 
 .PHONY: demo demo-cli test lint typecheck pytest nbval browser interop chromium postgres bench clean
 
@@ -12,12 +14,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,e2e]"
 	touch $(STAMP)
 
-# JupyterLab on 127.0.0.1 with notebooks/quickstart.ipynb (prints the URL with its token)
-demo: $(STAMP)
-	bash scripts/lab_demo.sh
+# the demo needs nb_agents and JupyterLab only (the `jupyter` extra), not the test tooling
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[jupyter]"
+	touch $(DEMO_STAMP)
+
+# JupyterLab on 127.0.0.1:$(PORT) with notebooks/quickstart.ipynb (prints the URL with its token)
+demo: $(DEMO_STAMP)
+	PORT=$(PORT) bash scripts/lab_demo.sh
 
 # the terminal banking demo (ARGS=--yes approves without asking)
-demo-cli: $(STAMP)
+demo-cli: $(DEMO_STAMP)
 	$(BIN)/python -m nb_agents.demo $(ARGS)
 
 chromium:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._display import bundle
+from ._display import bundle, show
 from .interrupts import AgentInterrupt
 from .types import AgentOutput, AgentStreamChunk, Artifact, Part
 
@@ -71,6 +71,10 @@ class AgentResponse:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """Static text and HTML; in a live kernel, the forms of `nb_agents.notebook` (`TurnView`)."""
         return bundle(self)
+
+    def _ipython_display_(self) -> None:
+        """In a cell: the live view (it becomes a static record once answered), else the static bundle."""
+        show(self)
 
 
 class AgentChunk:

@@ -33,10 +33,16 @@ def refresh(path: Path) -> None:
         env = isolated_env(Path(tmp) / "jupyter")
         nb = nbformat.read(path, as_version=4)
         client = NotebookClient(
-            nb, kernel_name=KERNEL_NAME, timeout=300, resources={"metadata": {"path": str(work)}}
+            nb,
+            kernel_name=KERNEL_NAME,
+            timeout=300,
+            resources={"metadata": {"path": str(work)}},
+            record_timing=False,  # no timestamps in the stored notebook: diffs show real changes only
         )
         with mock.patch.dict(os.environ, env, clear=True):  # the kernel inherits this environment
             client.execute()
+        for cell in nb.cells:
+            cell.metadata.pop("execution", None)
         nbformat.write(nb, path)
     print(f"refreshed {path.relative_to(ROOT)}")
 

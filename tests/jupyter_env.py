@@ -115,7 +115,8 @@ def _write_kernelspec(folder: Path, python: str) -> None:
         "argv": [python, "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (nb_agents tests)",
         "language": "python",
-        "metadata": {"debugger": True},
+        # ipykernel takes CurveZMQ keys from the kernel manager (transport_encryption=auto)
+        "metadata": {"debugger": True, "supported_encryption": ["curve"]},
     }
     (folder / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
 

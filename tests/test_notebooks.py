@@ -1,18 +1,17 @@
 """The example notebooks run under nbval in a real kernel.
 
-Every ``notebooks/*.ipynb`` whose name does not start with ``_`` is one test
-here. notebooks/ is copied to a temp folder (so what a notebook writes, an
-``agents.db`` say, never lands in the work tree) and ``pytest --nbval`` runs the
-copy in a subprocess, in the isolated Jupyter environment of `jupyter_env`:
+Every ``notebooks/*.ipynb`` is one test here. notebooks/ is copied to a temp
+folder (so what a notebook writes, an ``agents.db`` say, never lands in the work
+tree) and ``pytest --nbval`` runs the copy in a subprocess, in the isolated
+Jupyter environment of `jupyter_env`:
 the ``python3`` kernel is this interpreter (the .venv's ipykernel),
 ``NB_AGENTS_STATIC=1`` makes nb_agents render deterministically, and no API key
 reaches the kernel, so notebooks use their offline models. Each cell's fresh
 output must equal the stored one after the masks in tests/nbval_sanitize.cfg
 (UUIDs, ISO timestamps, memory addresses); a cell whose output cannot be
-stable carries ``# NBVAL_IGNORE_OUTPUT``.
-
-Notebooks named ``_*.ipynb`` are fixtures of the test infrastructure
-(tests/browser drives notebooks/_smoke.ipynb in JupyterLab), not examples.
+stable carries the cell tag ``nbval-ignore-output`` (a tag, not a comment a
+reader would see). Fixtures of the test infrastructure live under tests/
+(tests/browser/fixtures/), not among the examples.
 
 The last tests prove the harness itself on notebooks they write: the kernel is
 this interpreter, the masks apply, widgets display, keys are dropped, and a

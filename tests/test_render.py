@@ -41,6 +41,7 @@ class Inert(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         self.attrs += [name for name, _ in attrs]
+        self.links = getattr(self, "links", []) + [v or "" for k, v in attrs if k == "href"]
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
@@ -52,7 +53,10 @@ def assert_inert(html: str, *, shows: str | None = PAYLOAD) -> None:
     parser.close()
     assert not {"img", "script", "iframe", "svg", "object"} & set(parser.tags), parser.tags
     assert not [a for a in parser.attrs if a.lower().startswith("on")], parser.attrs
-    assert set(parser.attrs) <= {"class", "style"}, parser.attrs
+    # links (from markdown) go to http(s) or mailto only, in a new tab without a referrer
+    assert set(parser.attrs) <= {"class", "style", "title", "open", "href", "target", "rel"}, parser.attrs
+    links = getattr(parser, "links", [])
+    assert all(u.startswith(("http://", "https://", "mailto:")) for u in links), links
     if shows is not None:
         # the payload is shown as text (and not eaten), at least its first line
         assert any(EVIL[0] in t for t in parser.text), "the payload should be visible as text"
@@ -150,13 +154,15 @@ async def test_interrupted_turn_shows_interrupts_instead_of_a_model_bubble() -> 
     res = await chat.send("go")
     html = res._repr_mimebundle_()["text/html"]
     text = res._repr_mimebundle_()["text/plain"]
-    assert "I will ask first" not in html and "I will ask first" not in text
-    assert "askUser (a1)" in html and "Transfer $500?" in html and "pause data" in html
-    assert "<details" in html and "lookup (l2)" in html and "900" in html  # the finished call, collapsed
+    # the model's words go with the question (once), not in a bubble of their own
+    assert html.count("I will ask first") == 1 and 'class="nba-note"' in html
+    assert "Ask user" in html and "Transfer $500?" in html and "Raw JSON" in html
+    assert "Waiting for an answer" in html and text.startswith("Waiting for an answer")
+    assert "<details" in html and "lookup" in html and "900" in html  # the finished call, collapsed
     done = await chat.resume(respond=[res.interrupts[0].respond({"approved": True})])
     html = done._repr_mimebundle_()["text/html"]
-    assert "All done." in html and 'class="nba-text"' in html
-    assert "waits for an answer" not in html
+    assert "All done." in html and 'class="nba-text' in html
+    assert "Waiting for an answer" not in html
 
 
 async def test_every_public_result_has_text_and_html(tmp_path: Path) -> None:
@@ -201,7 +207,9 @@ async def test_static_mode_renders_the_same_turn_identically(
             assert first[0].session_id not in a._repr_mimebundle_()[mime]
     monkeypatch.setenv(STATIC_ENV, "0")
     assert not static_mode()
-    assert first[0].snapshot_id in first[0]._repr_mimebundle_()["text/plain"]
+    # outside static mode the ids are there, collapsed under "Details"
+    assert first[0].snapshot_id in first[0]._repr_mimebundle_()["text/html"]
+    assert first[0].snapshot_id not in first[0]._repr_mimebundle_()["text/plain"]
     assert first[0]._repr_mimebundle_() != second[0]._repr_mimebundle_()
 
 
@@ -240,11 +248,63 @@ async def test_a_response_in_a_kernel_displays_as_a_turn_view(monkeypatch: pytes
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
     bundle = res._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "askUser (a1)" in bundle["text/html"] and bundle["text/plain"].startswith("[interrupted]")
+    assert "Ask user" in bundle["text/html"] and bundle["text/plain"].startswith("Waiting for an answer")
     bare = nba.AgentResponse(res.raw)  # no chat: nothing could resume it
     assert "application/vnd.jupyter.widget-view+json" not in bare._repr_mimebundle_()
     monkeypatch.setenv(STATIC_ENV, "1")
     assert set(res._repr_mimebundle_()) == {"text/plain", "text/html"}
+
+
+HOSTILE_MARKDOWN = (
+    "**bold** <script>alert(1)</script> <img src=x onerror=alert(1)> "
+    "[run](javascript:alert(1)) [data](data:text/html,<b>x</b>) ![pixel](https://track.example/p.png) "
+    "<a href='javascript:alert(2)'>raw</a> [ok](https://genkit.dev) \\style{color:red}{x}"
+)
+
+
+def test_model_text_renders_as_markdown_with_raw_html_and_unsafe_links_inert() -> None:
+    from nb_agents.render import markdown_html
+
+    table = "| a | b |\n|---|---|\n| 1 | 2 |"
+    text = f"I moved $500 to savings and $200 to checking.\n\n{table}\n\n```py\nprint(1)\n```"
+    html = markdown_html(text)
+    assert (
+        "<table" in html and "<pre" in html and "<code" in html and "I moved $500 to savings and $200" in html
+    )
+    assert "mathjax_ignore" in html and "tex2jax_ignore" in html  # never typeset: dollars stay dollars
+    hostile = markdown_html(HOSTILE_MARKDOWN)
+    assert_inert(hostile, shows=None)
+    assert "<strong>bold</strong>" in hostile and 'href="https://genkit.dev"' in hostile
+    assert "[run](javascript:alert(1))" in hostile and "&lt;script&gt;" in hostile and "<img" not in hostile
+    assert "\\style{color:red}{x}" in hostile and 'rel="noopener noreferrer nofollow"' in hostile
+
+
+async def test_a_reply_in_markdown_is_escaped_and_inert_in_every_rendering() -> None:
+    model = ScriptedModel([text_response(HOSTILE_MARKDOWN)])
+    res = await nba.define_agent("md", model=model).chat().send("hi")
+    for html in (res._repr_mimebundle_()["text/html"], res.message._repr_mimebundle_()["text/html"]):  # type: ignore[union-attr]
+        assert_inert(html, shows=None)
+        assert "<strong>bold</strong>" in html
+
+
+def test_audit_rows_say_what_was_answered_in_words() -> None:
+    from nb_agents.render import audit_words
+    from nb_agents.stores.base import AuditRecord
+
+    def rec(kind: str, answer: object, replaced: object = None) -> AuditRecord:
+        return AuditRecord(
+            "s", "p", "c", "payBill", "p1", kind, answer, replaced, "2024-05-03T12:02:00Z", "ana"
+        )
+
+    assert audit_words(rec("restart", {"toolApproved": True})) == "approved"
+    assert (
+        audit_words(rec("respond", {"error": "The user denied the call to 'payBill': not now"}))
+        == "denied: not now"
+    )
+    assert audit_words(rec("restart", {"approved": True, "feedback": "fine"}, {"amount": 3})) == (
+        "approved: Feedback: fine (arguments edited)"
+    )
+    assert audit_words(rec("respond", "the Q3 report")) == "answered: the Q3 report"
 
 
 @pytest.mark.parametrize("live", [*EVIL[:3], '<div onclick="x()">a</div>', '<a href="javascript:x()">a</a>'])

@@ -15,8 +15,6 @@ Example:
     >>> pending(agent)        # every paused turn in the store, as forms  # doctest: +SKIP
 """
 
-from typing import Any
-
 from .._display import register
 from ..responses import AgentResponse
 from .chat_widget import ChatWidget
@@ -41,10 +39,10 @@ __all__ = [
 ]
 
 
-def _live_response(res: AgentResponse) -> dict[str, Any] | None:
-    if res.chat is None:
-        return None  # a bare output has nothing to resume: its static rendering says it all
-    return TurnView(res, res.chat)._repr_mimebundle_()
+def _live_response(res: AgentResponse) -> TurnView | None:
+    if res.chat is None or not res.interrupts:
+        return None  # nothing to answer: its static rendering says it all
+    return TurnView(res, res.chat)
 
 
 def register_display() -> None:

@@ -1,8 +1,15 @@
 """`ChatWidget`: a chat box in a cell, with forms for interrupted turns inline.
 
-A transcript, a text box and a Send button. Each reply streams into the
-transcript as it arrives; a turn that pauses shows a `TurnView` (its forms)
-in place of a model bubble, and answering it continues the same chat.
+A transcript ("You", "Assistant", tool rows), a text box where Enter sends
+and Shift+Enter starts a new line (`MessageBox`), Send and Stop. Replies
+stream into the transcript as markdown and the transcript keeps the newest
+message in view. A turn that pauses shows a `TurnView` (its forms) in place
+of a reply; while it waits, new messages are held back (the model must hear
+the answer first) and the box says so. Stop aborts the turn in flight.
+
+Built from a stored chat (``agent.chat(session_id=...)`` or
+``Chat(agent, snapshot_id=...)``), the widget reads the conversation from
+the store (``agent.get_snapshot``) and shows it, a paused last turn as forms.
 """
 
 from __future__ import annotations
@@ -13,76 +20,176 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..render import error_html, message_bundle, output_html, part_html, stream_html
+from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
+from ..render._html import MUTED
 from ..responses import AgentResponse
-from ..types import Message, Part
+from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .message_box import MessageBox
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
 
+_ASSISTANT = '<div class="nba-role" style="font-weight:600;font-size:90%;margin-top:4px">Assistant</div>'
+_WAITING = "Answer the question above first: the assistant waits for it."
+_BUBBLE = {
+    "user": (
+        "background:var(--jp-layout-color2,#eef2f7);border-radius:8px;padding:4px 10px;margin:4px 0 4px 15%"
+    ),
+    "model": "padding:4px 10px;margin:4px 15% 4px 0",
+}
+
 
 def _bubble(msg: Message) -> Any:
-    return widgets.HTML(value=message_bundle(msg)["text/html"])
+    style = _BUBBLE.get(msg.role, "padding:4px 10px")
+    return widgets.HTML(value=f'<div style="{style}">{message_bundle(msg)["text/html"]}</div>')
+
+
+def _note(text: str) -> str:
+    return f'<div class="nba-chat-note" style="{MUTED};padding:2px 10px">{text}</div>'
 
 
 class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """A chat with an agent (or an existing `Chat`) as a widget.
 
     Args:
-        agent_or_chat: An agent (a new chat is started) or a `Chat` to continue.
+        agent_or_chat: An agent (a new chat is started) or a `Chat` to continue;
+            a chat positioned by ``session_id``/``snapshot_id`` shows its stored history.
         placeholder: The text box's placeholder.
         answered_by: Who answers interrupts, recorded in the audit trail.
 
     Attributes:
         chat: The `Chat` the widget drives.
-        message_box: The text box; send_button: the Send button.
+        message_box: The text box (a `MessageBox`); send_button, stop_button: the buttons.
         task: The running (or last) turn task; await it in tests.
+        loading: The task reading the stored history, when there is one.
         views: The `TurnView` of every paused turn shown so far.
 
     Example:
-        >>> ChatWidget(agent)         # type, press Send, answer forms inline  # doctest: +SKIP
+        >>> ChatWidget(agent)         # type, press Enter, answer forms inline  # doctest: +SKIP
+        >>> ChatWidget(agent.chat(session_id="support-1"))   # the stored conversation  # doctest: +SKIP
     """
 
     def __init__(self, agent_or_chat: Any, *, placeholder: str = "Message", answered_by: str | None = None):
         super().__init__()
         self.chat: Chat = agent_or_chat if isinstance(agent_or_chat, Chat) else agent_or_chat.chat()
         self.answered_by = answered_by
+        self.placeholder = placeholder
         self.task: asyncio.Task[AgentResponse | None] | None = None
+        self._running = False
+        self.loading: asyncio.Task[None] | None = None
         self.views: list[TurnView] = []
-        self.transcript = widgets.VBox(self._history())
-        self.message_box = widgets.Text(placeholder=placeholder)
-        self.message_box.layout.width = "80%"
-        self.send_button = widgets.Button(description="Send", button_style="primary")
+        self.history: list[Message] = []  # read from the store; the chat's own list holds what follows
+        self.transcript = widgets.VBox(layout=widgets.Layout(flex="0 0 auto"))  # grows, never squeezed
+        # column-reverse keeps the scroll position at the bottom: the newest message stays in view
+        self.scroller = widgets.Box(
+            [self.transcript],
+            layout=widgets.Layout(flex_flow="column-reverse", overflow="auto", max_height="32em"),
+        )
+        self.notice = widgets.HTML()
+        self.message_box = MessageBox(placeholder=placeholder, label=placeholder)
+        self.message_box.on_submit(self._submitted)
+        self.send_button = widgets.Button(description="Send", button_style="primary", icon="paper-plane")
         self.send_button.on_click(lambda _: self.send())
-        self.children = [self.transcript, widgets.HBox([self.message_box, self.send_button])]
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
+        self.stop_button.on_click(lambda _: self.stop())
+        self.stop_button.layout.display = "none"
+        row = widgets.HBox(
+            [self.message_box, self.send_button, self.stop_button],
+            layout=widgets.Layout(align_items="flex-end", width="100%"),
+        )
+        self.children = [self.scroller, self.notice, row]
+        self.layout = widgets.Layout(max_width="60em")
+        self.add_class("nba-chat")
+        if self.chat.messages:
+            self._show_history(list(self.chat.messages), self.chat.last)
+        elif self.chat.snapshot_id or self.chat.session_id:
+            self.transcript.children = [widgets.HTML(value=_note("Loading the conversation…"))]
+            self.loading = spawn(self._load())
 
-    def _history(self) -> list[Any]:
-        """The chat's earlier messages; its last turn as forms if it is paused."""
-        msgs = list(self.chat.messages)
-        last = self.chat.last
+    # -- history ---------------------------------------------------------------------------
+    async def _load(self) -> None:
+        chat = self.chat
+        try:
+            if chat.snapshot_id:
+                snap = await chat.agent.get_snapshot(chat.snapshot_id)
+            else:
+                snap = await chat.agent.get_snapshot(session_id=chat.session_id)
+        except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
+            self.transcript.children = [
+                widgets.HTML(value=error_html(None, f"could not read the chat: {exc}"))
+            ]
+            return
+        msgs = list(snap.state.messages) if snap is not None and snap.state is not None else []
+        paused = None
+        if snap is not None and snap.finish_reason == "interrupted" and msgs and msgs[-1].role == "model":
+            out = AgentOutput(
+                session_id=snap.session_id,
+                snapshot_id=snap.snapshot_id,
+                message=msgs[-1],
+                finish_reason="interrupted",
+            )
+            paused = AgentResponse(out, chat=chat)
+        self.history = msgs
+        self._show_history(msgs, paused)
+
+    def _show_history(self, msgs: list[Message], last: AgentResponse | None) -> None:
+        """The earlier messages; the last turn as forms when it is paused."""
+        rows: list[Any] = []
         if last is not None and last.finish_reason == "interrupted" and msgs and msgs[-1].role == "model":
-            view = TurnView(last, self.chat, answered_by=self.answered_by)
-            self.views.append(view)
-            return [*(_bubble(m) for m in msgs[:-1]), view]
-        return [_bubble(m) for m in msgs]
+            rows = [_bubble(m) for m in msgs[:-1] if m.role != "tool"]
+            rows.append(self._view(last))
+        else:
+            rows = [_bubble(m) for m in msgs if m.role != "tool"]
+        self.transcript.children = rows
+        self._update_controls()
+
+    # -- sending -----------------------------------------------------------------------------
+    @property
+    def waiting(self) -> TurnView | None:
+        """The form that waits for an answer, if any (new messages wait for it)."""
+        return next((v for v in self.views if not v.settled), None)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a turn is in flight."""
+        return self._running
 
     def send(self, text: str | None = None) -> asyncio.Task[AgentResponse | None] | None:
         """Send `text` (default: the text box) and stream the reply into the transcript."""
         text = self.message_box.value if text is None else text
-        if not text.strip() or (self.task is not None and not self.task.done()):
+        if not text.strip() or self.busy:
             return None
-        self.message_box.value = ""
-        self.send_button.disabled = True
-        reply = widgets.VBox([widgets.HTML()])
+        if self.waiting is not None:
+            self.notice.value = _note(_WAITING)
+            return None
+        if self.message_box.value == text:
+            self.message_box.value = ""
+        self.notice.value = ""
+        reply = widgets.VBox([widgets.HTML()], layout=widgets.Layout(padding="4px 10px", margin="0 15% 0 0"))
         user = Message(role="user", content=[Part(text=text)])
         self.transcript.children = [*self.transcript.children, _bubble(user), reply]
+        self._running = True
         self.task = spawn(self._run(text, reply))
+        self._update_controls()
         return self.task
+
+    def _submitted(self, text: str) -> None:
+        """Enter in the box: send, or put the text back when it cannot go yet."""
+        if self.send(text) is None and text.strip():
+            self.message_box.value = text
+
+    def stop(self) -> asyncio.Task[str | None] | None:
+        """Abort the turn in flight (``chat.abort()``); its reply ends where it stopped."""
+        if not self.busy:
+            return None
+        self.stop_button.disabled = True
+        return spawn(self.chat.abort())
 
     async def _run(self, text: str, reply: Any) -> AgentResponse | None:
         stream = reply.children[0]
+        stream.value = _ASSISTANT
         streamed, tools = "", ""
         try:
             turn = self.chat.send_stream(text)
@@ -91,31 +198,54 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                stream.value = tools + stream_html(streamed)
+                stream.value = _ASSISTANT + tools + stream_html(streamed)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
-            stream.value = tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            stream.value = (
+                _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            )
+            self._running = False
+            self._update_controls()
             return None
-        finally:
-            self.send_button.disabled = False
         if res.finish_reason == "interrupted":
             stream.value = tools
-            view = TurnView(res, self.chat, answered_by=self.answered_by)
-            self.views.append(view)
-            reply.children = [stream, view]
+            reply.children = [stream, self._view(res)]
+        elif res.finish_reason == "aborted":
+            stream.value = _ASSISTANT + tools + stream_html(streamed) + _note("Stopped.")
         else:
-            stream.value = tools + output_html(res.raw, tools=False)
+            known = tools_of(self.chat)
+            stream.value = (
+                _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
+            )
+        self._running = False
+        self._update_controls()
         return res
 
+    def _view(self, res: AgentResponse) -> TurnView:
+        view = TurnView(
+            res, self.chat, answered_by=self.answered_by, on_settle=lambda _v: self._update_controls()
+        )
+        self.views.append(view)
+        return view
+
+    def _update_controls(self) -> None:
+        busy, waiting = self.busy, self.waiting is not None
+        self.send_button.disabled = busy or waiting
+        self.stop_button.layout.display = None if busy else "none"
+        self.stop_button.disabled = False
+        self.message_box.placeholder = _WAITING if waiting else self.placeholder
+        if not waiting and self.notice.value and _WAITING in self.notice.value:
+            self.notice.value = ""
+
+    # -- display ---------------------------------------------------------------------------
     def _static_bundle(self) -> dict[str, Any]:
         """The transcript as static text and HTML."""
-        shown = [message_bundle(m) for m in self.chat.messages]
+        shown = [message_bundle(m) for m in [*self.history, *self.chat.messages] if m.role != "tool"]
         return {
             "text/plain": "\n\n".join(b["text/plain"] for b in shown) or "ChatWidget (empty)",
             "text/html": "".join(b["text/html"] for b in shown),
         }
 
     def __repr__(self) -> str:
-        return (
-            f"ChatWidget(agent={getattr(self.chat.agent, 'name', '?')!r}, messages={len(self.chat.messages)})"
-        )
+        n = len(self.history) + len(self.chat.messages)
+        return f"ChatWidget(agent={getattr(self.chat.agent, 'name', '?')!r}, messages={n})"

@@ -5,8 +5,12 @@ JSON value the widget holds. It understands ``$defs``/``$ref``, ``anyOf``
 with ``null`` (Optional), ``enum``/``const`` (Literal, Enum), number bounds
 (shown next to the label), nested objects and arrays of primitives. Anything
 else (unions, maps, arrays of objects, recursive models) falls back to a JSON
-text area, so every schema gets a form. Fields do not validate against the
-schema: the tool's pydantic adapters do that, in `nb_agents.notebook.forms`.
+text area, so every schema gets a form. Labels come from the schema's titles, else the field name in words
+("toAccount" -> "To account"); a required field is marked ``*`` and an empty
+one is refused with the message beside it (`Field.error`). Beyond that, fields
+do not validate against the schema: the tool's pydantic adapters do, in
+`nb_agents.notebook.forms`, which puts each error next to its field
+(`Field.find` locates a field by the error's path).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
+
+from ..render import label_for
 
 __all__ = ["MISSING", "Field", "FieldError", "resolve", "schema_field"]
 
@@ -27,11 +33,26 @@ _MAX_DEPTH = 6
 
 
 class FieldError(ValueError):
-    """A field holds something that is not a value at all (e.g. malformed JSON)."""
+    """A field holds something that is not a value at all (malformed JSON, an empty required field).
+
+    ``short`` is the message shown beside the field ("required"); ``str()`` names the field too.
+    """
+
+    def __init__(self, message: str, *, short: str | None = None) -> None:
+        super().__init__(message)
+        self.short = short
+
+
+_ERROR = "color:var(--jp-error-color1,#c62828);font-size:90%;padding-left:6px"
 
 
 class Field:
     """One form field: ``widget`` to show, ``get()`` for its JSON value.
+
+    Attributes:
+        widget: The control (or the box of an object's fields).
+        error: Where a message about this field shows (`row` puts it beside the widget).
+        children: The fields of an object field by property name.
 
     Example:
         >>> f = schema_field({"type": "integer", "minimum": 1}, 3, label="count")
@@ -39,18 +60,64 @@ class Field:
         3
     """
 
-    def __init__(self, widget: Any, get: Callable[[], Any], controls: list[Any]) -> None:
+    def __init__(
+        self,
+        widget: Any,
+        get: Callable[[], Any],
+        controls: list[Any],
+        *,
+        children: dict[str, Field] | None = None,
+    ) -> None:
         self.widget = widget
         self._get = get
         self.controls = controls
+        self.children = children or {}
+        self.error = widgets.HTML()
+        self._row: Any = None
+
+    @property
+    def row(self) -> Any:
+        """The widget with its error message beside it (what a form shows)."""
+        if self._row is None:
+            self._row = (
+                widgets.VBox([self.widget, self.error])
+                if self.children
+                else widgets.HBox([self.widget, self.error])
+            )
+        return self._row
 
     def get(self) -> Any:
-        """The value as JSON data; raises `FieldError` when it cannot be read."""
-        return self._get()
+        """The value as JSON data; raises `FieldError` (also shown beside the field) if unreadable."""
+        self.clear_errors()
+        try:
+            return self._get()
+        except FieldError as exc:
+            if not self.children:
+                self.show_error(exc.short or str(exc))
+            raise
 
     def set_disabled(self, disabled: bool) -> None:
         for control in self.controls:
             control.disabled = disabled
+
+    def show_error(self, message: str) -> None:
+        self.error.value = f'<span class="nba-field-error" style="{_ERROR}">{_escape(message)}</span>'
+
+    def clear_errors(self) -> None:
+        self.error.value = ""
+        for child in self.children.values():
+            child.clear_errors()
+
+    def find(self, path: tuple[Any, ...]) -> Field:
+        """The deepest field along `path` (a pydantic error's ``loc``); this one if none matches."""
+        if path and str(path[0]) in self.children:
+            return self.children[str(path[0])].find(path[1:])
+        return self
+
+    def observe(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever any control's value changes."""
+        for control in self.controls:
+            control.observe(lambda _change: callback(), names="value")
 
 
 def resolve(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +265,18 @@ def _text_field(schema: dict[str, Any], value: Any, label: str, optional: bool) 
         placeholder=str(schema.get("description", "")),
         style=_STYLE,
     )
-    return Field(text, lambda: (text.value or None) if optional else text.value, [text])
+    if long or maker is widgets.Text:
+        text.layout.width = "28em" if maker is widgets.Text else "100%"
+
+    def get() -> Any:
+        if optional:
+            return text.value or None
+        if not text.value.strip():
+            name = label.rstrip(" *") or "answer"
+            raise FieldError(f"{name}: required, enter a value", short="required")
+        return text.value
+
+    return Field(text, get, [text])
 
 
 def _number_field(schema: dict[str, Any], value: Any, label: str, kind: str) -> Field:
@@ -221,7 +299,7 @@ def _optional(field: Field, value: Any, schema: dict[str, Any]) -> Field:
     def get() -> Any:
         return field.get() if given.value else None
 
-    return Field(widgets.HBox([given, field.widget]), get, [given, *field.controls])
+    return Field(widgets.HBox([given, field.widget]), get, [given, *field.controls], children=field.children)
 
 
 def _array_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str, Any]) -> Field | None:
@@ -244,16 +322,17 @@ def _object_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str
     required = set(schema.get("required", []))
     fields: dict[str, tuple[Field, bool]] = {}
     for name, prop in schema["properties"].items():
+        needed = name in required
         fields[name] = (
             schema_field(
                 prop,
                 given.get(name, MISSING),
-                label=str(prop.get("title") or name) if isinstance(prop, dict) else name,
+                label=label_for(name, prop) + (" *" if needed and _marks(prop, defs) else ""),
                 defs=defs,
-                required=name in required,
+                required=needed,
                 depth=depth + 1,
             ),
-            name in required,
+            needed,
         )
 
     def get() -> Any:
@@ -264,14 +343,20 @@ def _object_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str
                 out[name] = got
         return out
 
-    children = [f.widget for f, _ in fields.values()]
+    children = [f.row for f, _ in fields.values()]
     if label:
         children.insert(0, widgets.HTML(value=f"<b>{_escape(label)}</b>"))
     box = widgets.VBox(children)
     if depth:
         box.layout.margin = "0 0 0 1.5em"
     controls = [c for f, _ in fields.values() for c in f.controls]
-    return Field(box, get, controls)
+    return Field(box, get, controls, children={name: f for name, (f, _) in fields.items()})
+
+
+def _marks(prop: Any, defs: dict[str, Any]) -> bool:
+    """Whether a required property can be left empty in its widget (and so needs the ``*``)."""
+    inner, nullable = _nullable(resolve(prop, defs), defs)
+    return not nullable and "const" not in inner and inner.get("type") != "boolean"
 
 
 def _json_field(schema: dict[str, Any], value: Any, label: str, required: bool) -> Field:
@@ -288,11 +373,13 @@ def _json_field(schema: dict[str, Any], value: Any, label: str, required: bool) 
         text = area.value.strip()
         if not text:
             if required:
-                raise FieldError(f"{label or 'value'}: enter a JSON value")
+                raise FieldError(f"{label or 'value'}: enter a JSON value", short="enter a JSON value")
             return None
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise FieldError(f"{label or 'value'}: not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+            raise FieldError(
+                f"{label or 'value'}: not valid JSON ({exc.msg}, line {exc.lineno})", short="not valid JSON"
+            ) from exc
 
     return Field(area, get, [area])

@@ -1,79 +1,58 @@
 """`InterruptForm`: the form that answers one interrupt.
 
-Which form an interrupt gets depends on what is known about its tool:
+A form reads top to bottom as a person answers: the summary (a title, the
+question in prose, the model's own words, the arguments as labelled rows,
+raw JSON behind a toggle), then the fields, then the buttons. Which buttons
+depends on what is known about the tool, and `InterruptForm.actions` is the
+one place that decides it (`BUTTONS`, by mode):
 
-* a call held by `ToolApproval`: **Approve** / **Deny** (with an optional
-  reason), and *Edit arguments* to approve a changed call;
-* a `define_interrupt` interrupt: a **respond** form from its output schema,
-  or Approve / Deny when the answer is *approval-shaped* (an object whose
-  one required field is the bool ``approved``; its optional fields stay in
-  the form);
-* a resumable tool: a **restart** form from its resume type (or Approve /
-  Deny), plus *Edit arguments*;
-* a plain tool that called ``ctx.interrupt()``: **Continue** (restart with
-  ``resumed=True``), *Edit arguments*, or *Answer instead* (a respond);
-* nothing known (a remote agent): JSON text areas to respond or restart.
+* a call held by `ToolApproval` (``hold``): **Approve** / **Deny** with its
+  reason beside it, and *Edit arguments* to approve a changed call;
+* a `define_interrupt` interrupt: a **respond** form from its output schema
+  (``respond``), or Approve / Deny when the answer is *approval-shaped* (an
+  object whose one required field is the bool ``approved``;
+  ``approve-respond``);
+* a resumable tool: a **restart** form from its resume type (``restart``) or
+  Approve / Deny (``approve-restart``), plus *Edit arguments* and Deny;
+* a plain tool that called ``ctx.interrupt()`` (``continue``): **Continue**,
+  *Answer instead* (a respond), Deny, *Edit arguments*;
+* nothing known (a remote agent, ``json``): JSON text areas to respond or restart.
 
-Values are checked with the tool's own pydantic adapters before anything is
-sent; a bad value is shown in the form and nothing is recorded. Parts are
-built with the interrupt's builders (`AgentInterrupt.respond`, ``restart``,
-``approve``, `ApprovalHold.deny`), never by hand. The form only *records*
-its answer and calls ``on_answer``: `TurnView` sends all answers together.
+Every form that lets a tool run offers Deny (a respond the model reads: the
+tool does not run). Editing the arguments turns Approve into "Approve with
+changes" and shows what changed. Values are checked with the tool's own
+pydantic adapters before anything is sent; an error shows beside its field
+and nothing is recorded. Parts are built with the interrupt's builders
+(`AgentInterrupt.respond`, ``restart``, ``approve``, `ApprovalHold.deny`),
+never by hand. The form only *records* its answer and calls ``on_answer``:
+`TurnView` sends all answers together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 from pydantic import TypeAdapter, ValidationError
 
 from ..interrupts import AgentInterrupt, ApprovalHold
-from ..render import error_html, interrupt_html
+from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
 from ..tools import Tool
-from ..types import Part
+from .answer import Answer, approval_extras, is_approval_shaped, one_text
 from .fields import Field, FieldError, schema_field
 
 __all__ = ["Answer", "InterruptForm", "approval_extras", "is_approval_shaped"]
 
-_OK = "color:var(--jp-success-color1,#2e7d32)"
+_OK = "color:var(--jp-success-color0,#2e7d32);font-weight:600"
+_REASON = "optional: why (the assistant reads it)"
 
 
-class Answer(NamedTuple):
-    """A recorded answer: which list the part goes in, the part, a label."""
-
-    kind: Literal["respond", "restart"]
-    part: Part
-    label: str
-
-
-def is_approval_shaped(schema: Any) -> bool:
-    """True for an object schema whose only required field is the bool ``approved``.
-
-    Example:
-        >>> is_approval_shaped({"type": "object", "required": ["approved"],
-        ...     "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}}})
-        True
-    """
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return False
-    props = schema.get("properties") or {}
-    return schema.get("required") == ["approved"] and props.get("approved", {}).get("type") == "boolean"
-
-
-def approval_extras(schema: dict[str, Any]) -> dict[str, Any]:
-    """The approval-shaped schema without ``approved``: the optional fields."""
-    props = {k: v for k, v in schema.get("properties", {}).items() if k != "approved"}
-    return {**schema, "properties": props, "required": []}
-
-
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
-
-
-def _button(label: str, style: str = "") -> Any:
-    return widgets.Button(description=label, button_style=style)
+def _button(label: str, style: str = "", icon: str = "") -> Any:
+    button = widgets.Button(description=label, button_style=style, icon=icon, tooltip=label)
+    button.layout.width = "auto"  # "Approve with changes" must not be cut short
+    button.layout.min_width = "7em"
+    return button
 
 
 class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
@@ -83,6 +62,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         interrupt: The interrupt to answer.
         tool: Its `Tool` when the agent is local (schemas and validators), else None.
         on_answer: Called with the form once it has recorded an answer.
+        note: The model's own text that came with the call, shown under the question.
 
     Attributes:
         mode: ``"hold"``, ``"approve-respond"``, ``"respond"``, ``"approve-restart"``,
@@ -90,11 +70,23 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         answer: The recorded `Answer`, or None.
         approve_button, deny_button, submit_button, continue_button,
         answer_toggle, edit_toggle, change_button: the controls (None when absent).
+        reply: The answer's fields; reason: the deny reason beside Deny; inputs: the arguments.
 
     Example:
         >>> form = InterruptForm(res.interrupts[0], agent.tools["transfer"])  # doctest: +SKIP
         >>> form.approve_button.click(); form.answer.part                     # doctest: +SKIP
     """
+
+    BUTTONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "hold": ("approve", "deny", "edit"),
+        "approve-respond": ("approve", "deny"),
+        "approve-restart": ("approve", "deny", "edit"),
+        "respond": ("submit",),
+        "restart": ("submit", "deny", "edit"),
+        "continue": ("continue", "answer", "deny", "edit"),
+        "json": ("submit", "restart", "deny", "edit"),
+    }
+    """The controls of each mode, in the order they show."""
 
     def __init__(
         self,
@@ -102,6 +94,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         tool: Tool | None = None,
         *,
         on_answer: Callable[[InterruptForm], None] | None = None,
+        note: str = "",
     ) -> None:
         super().__init__()
         self.interrupt = interrupt
@@ -110,6 +103,14 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.answer: Answer | None = None
         self.locked = False
         self.hold: ApprovalHold | None = ApprovalHold.claim(interrupt.part)
+        self.mode = self._mode()
+        self.summary = interrupt_summary(
+            interrupt.part,
+            input_schema=tool.input_schema if tool is not None else None,
+            description=tool.description if tool is not None else None,
+            note=note,
+            approval=self.mode in ("hold", "approve-respond", "approve-restart", "continue"),
+        )
         self.approve_button: Any = None
         self.deny_button: Any = None
         self.submit_button: Any = None
@@ -117,16 +118,23 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.answer_toggle: Any = None
         self.edit_toggle: Any = None
         self.reply: Field | None = None
+        self.reason: Field | None = None
         self.inputs: Field | None = None
+        self.head = widgets.HTML(value=summary_html(self.summary))
+        self.changes = widgets.HTML()
         self.error = widgets.HTML()
         self.status = widgets.HTML()
-        self.change_button = _button("Change answer")
+        self.change_button = _button("Change answer", icon="undo")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
-        self.mode = self._mode()
-        self.children = [widgets.HTML(value=interrupt_html(interrupt.part)), *self._build()]
+        self.children = [
+            self.head,
+            *self._build(),
+            self.error,
+            widgets.HBox([self.status, self.change_button]),
+        ]
 
-    # -- which form --------------------------------------------------------------------
+    # -- which form, which buttons ---------------------------------------------------------
     def _mode(self) -> str:
         tool = self.tool
         if self.hold is not None:
@@ -139,117 +147,214 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             return "approve-restart" if is_approval_shaped(self._resume_schema()) else "restart"
         return "continue"
 
+    def actions(self) -> tuple[str, ...]:
+        """The controls this form offers, in order: the one place that decides (extend it here).
+
+        Deny is left out only when no denial fits the tool's output schema.
+        """
+        wanted = self.BUTTONS[self.mode]
+        if self.mode in ("hold", "approve-respond", "approve-restart"):
+            return wanted  # Deny is the approval's own "no"
+        return tuple(a for a in wanted if a != "deny" or self._denial("") is not None)
+
     def _resume_schema(self) -> dict[str, Any] | None:
         rt = self.tool.resume_type if self.tool is not None else None
         return TypeAdapter(rt).json_schema() if rt is not None else None
 
+    def _reply_schema(self) -> dict[str, Any] | None:
+        if self.tool is None:
+            return None
+        if self.mode in ("respond", "approve-respond", "continue"):
+            return self.tool.output_schema
+        return self._resume_schema()
+
+    # -- building ------------------------------------------------------------------------------
     def _build(self) -> list[Any]:
-        mode, tool, rows = self.mode, self.tool, []
+        mode, actions = self.mode, self.actions()
+        rows: list[Any] = []
+        buttons: list[Any] = []
+        schema = self._reply_schema()
         if mode in ("hold", "approve-respond", "approve-restart"):
-            self.approve_button = _button("Approve", "success")
-            self.deny_button = _button("Deny", "danger")
+            self.approve_button = _button("Approve", "success", "check")
             self.approve_button.on_click(lambda _: self._record(self._decide, True))
-            self.deny_button.on_click(lambda _: self._record(self._decide, False))
+            buttons.append(self.approve_button)
             if mode == "hold":
-                reason = {"type": "string", "description": "why (shown to the model)"}
-                self.reply = schema_field(reason, label="Reason for denying", required=False)
+                reason = {"type": "string", "description": _REASON}
+                self.reply = self.reason = schema_field(reason, label="Reason", required=False)
             else:
-                schema = tool.output_schema if mode == "approve-respond" else self._resume_schema()  # type: ignore[union-attr]
                 assert schema is not None
-                self.reply = schema_field(approval_extras(schema))
-            rows += [self.reply.widget, widgets.HBox([self.approve_button, self.deny_button])]
+                extras = approval_extras(schema)
+                self.reply = schema_field(extras)
+                one = one_text(extras)
+                if one is not None:
+                    self.reason = self.reply.children[one]
+                    self.reason.widget.placeholder = self.reason.widget.placeholder or _REASON
+                elif extras["properties"]:
+                    rows.append(self.reply.widget)
         elif mode in ("respond", "restart", "json"):
             if mode == "json":
-                self.reply = schema_field({}, label="answer", required=False)
+                self.reply = schema_field({}, label="Answer", required=False)
             else:
-                schema = tool.output_schema if mode == "respond" else self._resume_schema()  # type: ignore[union-attr]
+                fields = isinstance(schema, dict) and bool(schema.get("properties"))
                 self.reply = schema_field(
-                    schema if schema is not None else {}, label="" if schema else "answer"
+                    schema if schema is not None else {}, label="" if fields else "Answer *"
                 )
-            self.submit_button = _button("Submit" if mode != "json" else "Respond", "primary")
+            rows.append(self.reply.row)
+            self.submit_button = _button("Send answer", "primary", "paper-plane")
             self.submit_button.on_click(lambda _: self._record(self._submit))
-            buttons = [self.submit_button]
-            if mode == "json":
-                self.continue_button = _button("Restart")
+            buttons.append(self.submit_button)
+            if "restart" in actions:
+                self.continue_button = _button("Restart", icon="play")
                 self.continue_button.on_click(lambda _: self._record(self._continue))
                 buttons.append(self.continue_button)
-            rows += [self.reply.widget, widgets.HBox(buttons)]
         else:  # continue: a plain tool that paused itself
-            self.continue_button = _button("Continue", "success")
+            self.continue_button = _button("Continue", "success", "play")
             self.continue_button.on_click(lambda _: self._record(self._continue))
-            self.answer_toggle = widgets.ToggleButton(description="Answer instead")
-            out_schema = tool.output_schema if tool is not None else None
-            self.reply = schema_field(out_schema or {}, label="" if out_schema else "output")
-            self.submit_button = _button("Send answer", "primary")
+            buttons.append(self.continue_button)
+            self.answer_toggle = widgets.ToggleButton(
+                description="Answer instead", icon="reply", layout=widgets.Layout(width="auto")
+            )
+            self.reply = schema_field(schema or {}, label="" if schema else "Output")
+            self.submit_button = _button("Send answer", "primary", "paper-plane")
             self.submit_button.on_click(lambda _: self._record(self._submit))
-            answer_box = widgets.VBox([self.reply.widget, self.submit_button])
+            answer_box = widgets.VBox([self.reply.row, self.submit_button])
             _reveal(self.answer_toggle, answer_box)
-            rows += [widgets.HBox([self.continue_button, self.answer_toggle]), answer_box]
-        if mode in ("hold", "approve-restart", "restart", "continue", "json"):
-            schema = tool.input_schema if tool is not None else {}
-            self.inputs = schema_field(schema, self.interrupt.input, label="" if tool else "input")
-            self.edit_toggle = widgets.ToggleButton(description="Edit arguments")
-            edit_box = widgets.VBox([self.inputs.widget])
+            rows.append(answer_box)
+        if "deny" in actions:
+            if self.reason is None:
+                reason = {"type": "string", "description": _REASON}
+                self.reason = schema_field(reason, label="Reason", required=False)
+            self.deny_button = _button("Deny", "danger", "times")
+            self.deny_button.on_click(lambda _: self._record(self._deny))
+            buttons += [self.deny_button, self.reason.widget]
+        if self.answer_toggle is not None:
+            buttons.append(self.answer_toggle)
+        if "edit" in actions:
+            tool = self.tool
+            self.inputs = schema_field(
+                tool.input_schema if tool is not None else {},
+                self.interrupt.input,
+                label="" if tool else "Arguments",
+            )
+            self.inputs.observe(self._show_changes)
+            self.edit_toggle = widgets.ToggleButton(
+                description="Edit arguments", icon="pencil", layout=widgets.Layout(width="auto")
+            )
+            self.edit_toggle.observe(lambda _change: self._show_changes(), names="value")
+            edit_box = widgets.VBox([self.inputs.row, self.changes])
+            edit_box.layout.margin = "4px 0"
             _reveal(self.edit_toggle, edit_box)
-            rows += [self.edit_toggle, edit_box]
-        return [*rows, self.error, self.status, self.change_button]
+            rows.append(edit_box)
+            buttons.append(self.edit_toggle)
+        return [
+            *rows,
+            widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
+        ]
 
     # -- reading and checking values ---------------------------------------------------------
     def _read(self, field: Field | None) -> Any:
         return field.get() if field is not None else None
 
-    def _check(self, what: str, fn: Callable[[Any], Any] | None, value: Any) -> None:
-        if fn is not None:
-            try:
-                fn(value)
-            except ValidationError as exc:
-                raise FieldError(f"{what} for '{self.interrupt.name}' is not valid: {_errors(exc)}") from exc
+    def _check(self, what: str, fn: Callable[[Any], Any] | None, value: Any, field: Field | None) -> None:
+        if fn is None:
+            return
+        try:
+            fn(value)
+        except ValidationError as exc:
+            for err in exc.errors():
+                if field is not None:
+                    field.find(tuple(err["loc"])).show_error(err["msg"])
+            raise FieldError(f"{what} for '{self.interrupt.name}' is not valid: {_errors(exc)}") from exc
 
-    def _new_input(self) -> Any:
+    def _edited(self) -> Any:
         """The edited input, or None when it is not being edited (or unchanged)."""
         if self.edit_toggle is None or not self.edit_toggle.value or self.inputs is None:
             return None
         value = self._read(self.inputs)
-        self._check("The new input", self.tool.parse_input if self.tool else None, value)
+        self._check("The new input", self.tool.parse_input if self.tool else None, value, self.inputs)
         return None if value == self.interrupt.input else value
+
+    def _changed(self, new: Any) -> tuple[tuple[str, Any, Any], ...]:
+        schema = self.tool.input_schema if self.tool is not None else None
+        return tuple(changes(self.interrupt.input, new, schema)) if new is not None else ()
+
+    def _show_changes(self) -> None:
+        """Relabel the run button and show the diff while the arguments differ."""
+        try:
+            new = self._edited() if self.edit_toggle is not None and self.edit_toggle.value else None
+        except FieldError:
+            new = None
+        rows = self._changed(new)
+        self.changes.value = changes_html(list(rows))
+        suffix = " with changes" if rows else ""
+        for button, base in ((self.approve_button, "Approve"), (self.continue_button, "Continue")):
+            if button is not None and (button is not self.continue_button or self.mode == "continue"):
+                button.description = base + suffix
+                button.tooltip = button.description
 
     # -- actions -----------------------------------------------------------------------------
     def _decide(self, approved: bool) -> Answer:
         i, tool = self.interrupt, self.tool
+        if self.hold is not None and approved:
+            new = self._edited()
+            part = i.restart({"toolApproved": True}, new) if new is not None else self.hold.approve()
+            label = "approved with changes" if new is not None else "approved"
+            return Answer("restart", part, label, "approved", self._changed(new))
         if self.hold is not None:
-            if approved:
-                new = self._new_input()
-                part = i.restart({"toolApproved": True}, new) if new is not None else self.hold.approve()
-                return Answer("restart", part, "approved" + (" with edited arguments" if new else ""))
-            reason = self._read(self.reply)
+            reason = self._read(self.reason)
             msg = f"The user denied the call to '{i.name}': {reason}" if reason else None
-            return Answer("respond", self.hold.deny({"error": msg} if msg else None), "denied")
+            return Answer("respond", self.hold.deny({"error": msg} if msg else None), "denied", "denied")
         value = {**(self._read(self.reply) or {}), "approved": approved}
-        label = "approved" if approved else "denied"
+        verb = "approved" if approved else "denied"
         if self.mode == "approve-respond":
-            self._check("The answer", tool.check_output if tool else None, value)
-            return Answer("respond", i.respond(value), label)
-        self._check("The reply", tool.check_resume if tool else None, value)
-        new = self._new_input()
-        return Answer("restart", i.restart(value, new), label + (" with edited arguments" if new else ""))
+            self._check("The answer", tool.check_output if tool else None, value, self.reply)
+            return Answer("respond", i.respond(value), verb, verb)
+        self._check("The reply", tool.check_resume if tool else None, value, self.reply)
+        new = self._edited() if approved else None
+        label = verb + (" with changes" if new is not None else "")
+        return Answer("restart", i.restart(value, new), label, verb, self._changed(new))
+
+    def _denial(self, reason: str) -> Any:
+        """The respond output that tells the model the call was denied; None if none fits."""
+        msg = f"The user denied the call to '{self.interrupt.name}'" + (f": {reason}" if reason else ".")
+        candidates: list[Any] = [{"error": msg}, msg]
+        check = self.tool.check_output if self.tool is not None else None
+        for output in candidates:
+            try:
+                if check is not None:
+                    check(output)
+                return output
+            except ValidationError:
+                continue
+        return None
+
+    def _deny(self) -> Answer:
+        if self.mode in ("hold", "approve-respond", "approve-restart"):
+            return self._decide(False)
+        reason = self._read(self.reason) or ""
+        return Answer("respond", self.interrupt.respond(self._denial(str(reason))), "denied", "denied")
 
     def _submit(self) -> Answer:
         value = self._read(self.reply)
         tool = self.tool
         if self.mode == "restart":
-            self._check("The reply", tool.check_resume if tool else None, value)
-            new = self._new_input()
-            return Answer("restart", self.interrupt.restart(value, new), "restarted with your reply")
+            self._check("The reply", tool.check_resume if tool else None, value, self.reply)
+            new = self._edited()
+            part = self.interrupt.restart(value, new)
+            return Answer(
+                "restart", part, "sent" + (" with changes" if new else ""), "answered", self._changed(new)
+            )
         if value is None and self.mode == "json":
             raise FieldError("enter the answer as JSON, or use Restart")
-        self._check("The answer", tool.check_output if tool else None, value)
-        return Answer("respond", self.interrupt.respond(value), "answered")
+        self._check("The answer", tool.check_output if tool else None, value, self.reply)
+        return Answer("respond", self.interrupt.respond(value), "answered", "answered")
 
     def _continue(self) -> Answer:
         resumed = self._read(self.reply) if self.mode == "json" else None
-        new = self._new_input()
+        new = self._edited()
         part = self.interrupt.restart(resumed if resumed is not None else True, new)
-        return Answer("restart", part, "continued" + (" with edited arguments" if new else ""))
+        label = "continued" + (" with changes" if new is not None else "")
+        return Answer("restart", part, label, "approved", self._changed(new))
 
     def _record(self, action: Callable[..., Answer], *args: Any) -> None:
         if self.answer is not None or self.locked:
@@ -262,7 +367,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         self.error.value = ""
         self.answer = answer
         self.set_disabled(True)
-        self.status.value = f'<span style="{_OK}">✓ {answer.label}</span>'
+        self.status.value = f'<span style="{_OK}">{answer.label[:1].upper() + answer.label[1:]}</span>'
         self.change_button.layout.display = None
         if self.on_answer is not None:
             self.on_answer(self)
@@ -276,7 +381,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         for toggle in (self.answer_toggle, self.edit_toggle):
             if toggle is not None:
                 toggle.disabled = disabled
-        for field in (self.reply, self.inputs):
+        for field in (self.reply, self.reason, self.inputs):
             if field is not None:
                 field.set_disabled(disabled)
 
@@ -297,6 +402,10 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
 
     def __repr__(self) -> str:
         return f"InterruptForm({self.interrupt.name!r}, mode={self.mode!r}, answer={self.answer!r})"
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
 
 
 def _reveal(toggle: Any, box: Any) -> None:

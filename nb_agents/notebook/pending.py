@@ -3,10 +3,12 @@
 After a kernel restart the forms of a paused turn are gone, but the turn is
 not: with a persistent store (SQLite, file) ``agent.pending()`` still lists
 it. `pending` draws a `TurnView` for each, each on a chat positioned at its
-paused snapshot, so answering resumes the turn where it stopped. A form left
-over from before (a stale one) cannot run a tool twice: the store's
-exactly-once resume returns the first result for the same answer and rejects
-a different one as "already resumed", which the form shows.
+paused snapshot, so answering resumes the turn where it stopped. The header
+counts what still waits and refreshes itself after every answer (turns paused
+since then join the listing). A form left over from before (a stale one)
+cannot run a tool twice: the store's exactly-once resume returns the first
+result for the same answer and rejects a different one, and the form
+collapses to "Already answered (...)".
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Generator, Sequence
-from html import escape
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..agent import Agent
 from ..listings import PendingTurn
-from ..render import error_html, pending_bundle, static_mode
+from ..render import error_html, pending_bundle
+from ..render._html import BOX, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput
 from ._bundle import WithStaticFallback
@@ -29,8 +31,6 @@ from ._tasks import spawn
 from .view import TurnView
 
 __all__ = ["PendingView", "apending", "pending"]
-
-_MUTED = "color:var(--jp-ui-font-color2,#777);font-size:90%"
 
 
 def turn_response(turn: PendingTurn) -> AgentResponse:
@@ -77,17 +77,45 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
     def show(self, turns: Sequence[PendingTurn]) -> None:
         """Draw a form for every waiting interrupt of `turns`."""
         self.turns = list(turns)
-        self.views = [TurnView(turn_response(t), answered_by=self.answered_by) for t in self.turns]
-        n = len(self.turns)
-        self.header.value = f"<b>{n} paused turn{'s' if n != 1 else ''} waiting for an answer</b>"
-        rows: list[Any] = [widgets.HBox([self.header, self.refresh_button])]
-        for turn, view in zip(self.turns, self.views, strict=True):
-            if not static_mode():
-                when = turn.snapshot.updated_at or turn.snapshot.created_at or ""
-                where = f"session {turn.session_id} · {when}"
-                rows.append(widgets.HTML(value=f'<div style="{_MUTED}">{escape(where)}</div>'))
-            rows.append(view)
-        self.children = rows
+        self.views = [self._view(t) for t in self.turns]
+        self._draw()
+
+    def _view(self, turn: PendingTurn) -> TurnView:
+        return TurnView(turn_response(turn), answered_by=self.answered_by, on_settle=self._on_settle)
+
+    def _draw(self) -> None:
+        self.header.value = f"<b>{esc(self.headline())}</b>"
+        self.children = [widgets.HBox([self.header, self.refresh_button]), *self.views]
+
+    def headline(self) -> str:
+        """What the header says: how many turns wait, how many were answered here."""
+        waiting = sum(not v.settled for v in self.views)
+        answered = len(self.views) - waiting
+        if not self.views:
+            return "0 paused turns waiting for an answer"
+        head = f"{waiting} paused turn{'s' if waiting != 1 else ''} waiting for an answer"
+        return head + (f" · {answered} answered here" if answered else "")
+
+    def _on_settle(self, view: TurnView) -> None:
+        self.header.value = f"<b>{esc(self.headline())}</b>"
+        if self.task is None or self.task.done():
+            self.task = spawn(self._catch_up())
+
+    async def _catch_up(self) -> None:
+        """After an answer: add the turns paused since, and settle when nothing is left."""
+        try:
+            now = await self.agent.pending()
+        except Exception:  # noqa: BLE001 - the listing stays as it is; Refresh shows the error
+            return
+        shown = {t.snapshot_id for t in self.turns}
+        new = [t for t in now if t.snapshot_id not in shown]
+        if new:
+            self.turns += new
+            self.views += [self._view(t) for t in new]
+            self._draw()
+        self.header.value = f"<b>{esc(self.headline())}</b>"
+        if self.views and all(v.settled for v in self.views) and self.displayed:
+            self.show_record()
 
     async def refresh(self) -> None:
         """Read the paused turns from the store again and redraw."""
@@ -101,7 +129,16 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
             self.task = spawn(self.refresh())
 
     def _static_bundle(self) -> dict[str, Any]:
-        return dict(pending_bundle(self.turns))
+        if not any(v.settled for v in self.views):
+            return dict(pending_bundle(self.turns))
+        shown = [v._static_bundle() for v in self.views]
+        head = self.headline()
+        return {
+            "text/plain": "\n\n".join([head, *(b["text/plain"] for b in shown)]),
+            "text/html": f'<div class="nba-pending" style="{BOX}"><b>{esc(head)}</b>'
+            + "".join(b["text/html"] for b in shown)
+            + "</div>",
+        }
 
     def __await__(self) -> Generator[Any, None, PendingView]:
         """``await pending(agent)``: the view once the paused turns are read."""

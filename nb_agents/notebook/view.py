@@ -1,40 +1,57 @@
 """`TurnView`: the widget for one turn, what a response shows in a notebook cell.
 
-It shows the turn (tool calls collapsed) and an `InterruptForm` per
-interrupt. All interrupts of a turn are answered together: when every form
-has recorded its answer, the view sends one resume (``chat.resume_stream``)
-as a task on the running loop, freezes the forms and streams the
-continuation into itself below them. A re-pause shows new forms in a nested
-`TurnView`; a failure (a rejected resume, "already resumed", a tool error)
-is shown in the view and the forms open again, so the interrupt can be
-answered again.
+It shows a status line, the turn's finished tool calls, and an
+`InterruptForm` per interrupt. All interrupts of a turn are answered
+together: when every form has recorded its answer, the view sends one
+resume (``chat.resume_stream``) as a task on the running loop, freezes the
+forms and streams the continuation (as markdown) into itself below them.
+
+The status line says where the turn is: waiting, sending, then in words what
+happened ("Approved by ana at 14:02 · transferMoney ran"). A re-pause shows
+new forms in a nested `TurnView`. A failure (a rejected resume, a tool error)
+is shown and the forms open again, so the interrupt can be answered again.
+A stale form, whose interrupt was answered elsewhere (another cell, another
+tab), collapses to "Already answered (approved by bob at 14:01)", read from
+the agent's audit trail when the agent is local.
+
+Once the turn is finished (nothing left to ask), the view *settles*: the forms
+give way to a record (the question, the answer, who, when, the reply), and a
+view displayed in a cell replaces its output with that record, so a saved
+notebook reads without a kernel.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..render import error_html, output_html, part_html, response_bundle, stream_html
+from ..render import answer_line, error_html, output_html, part_html, record_words, stream_html, tools_of
+from ..render._html import badge, esc
+from ..render.turns import turn_ids
 from ..responses import AgentResponse
+from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .forms import InterruptForm
+from .records import form_record_html, turn_record_bundle
 
 __all__ = ["TurnView", "agent_tools"]
 
 
 def agent_tools(chat: Chat | None) -> dict[str, Tool]:
     """The tools of a chat's agent by name; empty when unknown (a remote agent)."""
-    tools = getattr(chat.agent, "tools", None) if chat is not None else None
-    if not isinstance(tools, dict):
-        return {}
-    return {k: v for k, v in tools.items() if isinstance(v, Tool)}
+    return {k: v for k, v in tools_of(chat).items() if isinstance(v, Tool)}
+
+
+def _status(tone: str, word: str, text: str) -> str:
+    return f'<div class="nba-live-status" style="margin-bottom:4px">{badge(word, tone)}{esc(text)}</div>'
 
 
 class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
@@ -43,7 +60,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
     Args:
         response: The turn to show.
         chat: The chat that resumes it (default: ``response.chat``).
-        answered_by: Who answers, recorded in the audit trail.
+        answered_by: Who answers, recorded in the audit trail (``resume.metadata.answeredBy``).
+        on_settle: Called with the view once its turn is finished (see the module docstring).
 
     Attributes:
         forms: One `InterruptForm` per interrupt.
@@ -51,30 +69,65 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         last_resume: The `ToolResume` last sent.
         result: The continuation's `AgentResponse` once it arrived.
         child: The nested `TurnView` when the continuation paused again.
+        state: ``"waiting"``, ``"sending"``, ``"answered"`` (paused again below),
+            ``"done"``, or ``"stale"`` (answered elsewhere).
+        outcome: The status in words, e.g. "Approved by ana at 14:02 · transferMoney ran".
 
     Example:
         >>> res = await chat.send("Transfer $500 to savings")    # doctest: +SKIP
-        >>> TurnView(res)        # in a cell: approve, deny or answer right there
+        >>> TurnView(res, answered_by="ana")   # in a cell: approve, deny or answer right there
     """
 
-    def __init__(self, response: AgentResponse, chat: Chat | None = None, *, answered_by: str | None = None):
+    def __init__(
+        self,
+        response: AgentResponse,
+        chat: Chat | None = None,
+        *,
+        answered_by: str | None = None,
+        on_settle: Callable[[TurnView], None] | None = None,
+    ):
         super().__init__()
         self.response = response
         self.chat: Chat | None = chat if chat is not None else response.chat
         self.answered_by = answered_by
-        tools = agent_tools(self.chat)
+        self.on_settle = on_settle
+        self.tools = agent_tools(self.chat)
+        note = response.text
         self.forms = [
-            InterruptForm(i, tools.get(i.name), on_answer=self._on_answer) for i in response.interrupts
+            InterruptForm(i, self.tools.get(i.name), on_answer=self._on_answer, note=note if n == 0 else "")
+            for n, i in enumerate(response.interrupts)
         ]
         self.task: asyncio.Task[AgentResponse | None] | None = None
         self.last_resume: ToolResume | None = None
         self.result: AgentResponse | None = None
         self.child: TurnView | None = None
-        self.head = widgets.HTML(value=output_html(response.raw, interrupts=False))
+        self.state = "waiting" if self.forms else "done"
+        self.outcome = ""
+        self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
+        self.answered_at: datetime | None = None
+        self.header = widgets.HTML(value=self._waiting_line())
+        self.head = widgets.HTML(
+            value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False)
+        )
+        self.footer = widgets.HTML(value=turn_ids(response.raw))
         self.status = widgets.HTML()
         self.stream = widgets.HTML()
         self.continuation = widgets.VBox([self.stream])
-        self.children = [self.head, *self.forms, self.status, self.continuation]
+        self.children = [self.header, self.head, *self.forms, self.status, self.continuation, self.footer]
+        self.layout = widgets.Layout(
+            border="1px solid var(--jp-border-color2, #ccc)",
+            padding="6px 12px",
+            margin="4px 0",
+            max_width="60em",
+        )
+        self.add_class("nba-turn-view")
+
+    def _waiting_line(self) -> str:
+        n = len(self.forms)
+        if not n:
+            return ""
+        what = "your answer" if n == 1 else f"your answers ({n} questions, sent together)"
+        return _status("wait", "waiting", f"Waiting for {what}")
 
     # -- answering ---------------------------------------------------------------------
     def _on_answer(self, form: InterruptForm) -> None:
@@ -97,7 +150,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.last_resume = ToolResume(respond=respond, restart=restart, metadata=meta)
         for form in self.forms:
             form.lock()
-        self.status.value = "<i>resuming…</i>"
+        self.state = "sending"
+        self.answered_at = datetime.now(UTC)
+        self.header.value = _status("info", "sending", "Sending your answer…")
         self.task = spawn(self._resume(self.last_resume))
         return self.task
 
@@ -112,6 +167,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         return chat
 
     async def _resume(self, resume: ToolResume) -> AgentResponse | None:
+        if await self._answered_elsewhere():
+            return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
         text, tools = "", ""
         try:
@@ -125,26 +182,108 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
+            if "already resumed" in str(exc) and await self._answered_elsewhere():
+                return None
             self._fail(str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}")
             return None
         self.result = res
         self.status.value = ""
         if res.finish_reason == "interrupted":
             self.stream.value = tools
-            self.child = TurnView(res, chat, answered_by=self.answered_by)
+            self.child = TurnView(
+                res, chat, answered_by=self.answered_by, on_settle=lambda _c: self._settle()
+            )
             self.continuation.children = [self.stream, self.child]
+            self.state = "answered"
+            self.outcome = self._outcome_line(repaused=True)
+            self.header.value = _status("ok", "answered", self.outcome)
         else:
-            self.stream.value = tools + output_html(res.raw, tools=False)
+            self.stream.value = tools + output_html(res.raw, tools=False, box=False, known_tools=self.tools)
+            self.outcome = self._outcome_line()
+            self._settle()
         return res
 
+    def _outcome_line(self, *, repaused: bool = False) -> str:
+        answers = [f.answer for f in self.forms if f.answer is not None]
+        verbs = {a.verb for a in answers}
+        verb = verbs.pop() if len(verbs) == 1 else "answered"
+        done = []
+        for form, a in zip(self.forms, answers, strict=False):
+            name = form.interrupt.name
+            if a.verb == "denied":
+                done.append(f"{name} did not run" if a.kind == "respond" else f"{name} was told no")
+            elif a.kind == "restart":
+                done.append(f"{name} ran" + (" with your changes" if a.changed else ""))
+        if repaused:
+            done.append("the assistant asks again below")
+        return answer_line(verb, by=self.answered_by, at=self.answered_at, outcome=", ".join(done))
+
+    async def _answered_elsewhere(self) -> bool:
+        """Whether the audit shows this turn answered already (then collapse to say so)."""
+        agent = getattr(self.chat, "agent", None)
+        sid, snap = self.response.session_id, self.response.snapshot_id
+        if not (sid and snap and hasattr(agent, "audit")):
+            return False
+        try:
+            records = [r for r in await agent.audit(sid) if r.snapshot_id == snap]  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - no audit to read (a store without one): not stale, as far as we know
+            return False
+        if not records:
+            return False
+        self.prior = records
+        self._mark_stale()
+        return True
+
+    def _mark_stale(self) -> None:
+        """Collapse to "Already answered (...)": the answer recorded first, not this form's."""
+        words = "; ".join(
+            f"{r.name}: {record_words(r)}" if len(self.prior) > 1 else record_words(r) for r in self.prior
+        )
+        self.state = "stale"
+        self.outcome = f"Already answered ({words})"
+        self.header.value = _status("muted", "answered", self.outcome)
+        self.status.value = ""
+        for form in self.forms:
+            form.lock()
+            form.status.value = ""
+        self._settle()  # nothing more will come: the forms give way to their questions
+
     def _fail(self, message: str) -> None:
-        self.status.value = error_html(None, message)
+        self.state = "waiting"
+        self.header.value = self._waiting_line()
+        self.status.value = error_html(None, f"Your answer was not accepted: {message}")
         for form in self.forms:
             form.reset()
 
+    # -- settling ---------------------------------------------------------------------------
+    @property
+    def settled(self) -> bool:
+        """Whether nothing is left to answer here or below."""
+        return self.state in ("done", "stale") or (self.child is not None and self.child.settled)
+
+    def _settle(self) -> None:
+        if self.state not in ("stale",):
+            self.state = "done" if self.child is None or self.child.settled else self.state
+        if not self.settled:
+            return
+        if self.child is None or self.child.settled:
+            tone = "muted" if self.state == "stale" else "ok"
+            word = "answered" if self.state == "stale" else "done"
+            self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
+            records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
+            self.children = [self.header, self.head, *records, self.status, self.continuation, self.footer]
+        if self.displayed:
+            self.show_record()
+        if self.on_settle is not None:
+            self.on_settle(self)
+
     # -- display ---------------------------------------------------------------------------
+    def record_html(self) -> str:
+        """This turn as a record: status line, questions and answers, the reply (and what followed)."""
+        return turn_record_bundle(self)["text/html"]
+
     def _static_bundle(self) -> dict[str, Any]:
-        return dict(response_bundle(self.response))
+        return turn_record_bundle(self)
 
     def __repr__(self) -> str:
-        return f"TurnView({self.response!r}, forms={len(self.forms)})"
+        return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"

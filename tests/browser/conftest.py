@@ -13,6 +13,7 @@ Fixtures:
     chromium: one headless Chromium for the session (a fresh temp profile).
     lab: per test, a new browser context and page as a `lab_driver.LabPage`;
         its kernels are shut down afterwards.
+    dark_lab: the same, with JupyterLab's dark theme set in the user settings.
 
 When a test fails, a screenshot, the page's HTML and its console log are saved
 in tests/browser/artifacts/ (git-ignored) and the report names them.
@@ -74,6 +75,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 
     base = tmp_path_factory.mktemp("jupyterlab")
     server = LabServer.start(base, isolated_env(base / "jupyter", static=False))
+    server.settings_dir = base / "jupyter" / "config" / "lab" / "user-settings"
     yield server
     server.stop()
 
@@ -107,6 +109,18 @@ def lab(request: pytest.FixtureRequest, lab_server: LabServer, chromium: Browser
     finally:
         context.close()
         lab_server.shutdown_kernels()
+
+
+@pytest.fixture
+def dark_lab(lab_server: LabServer, lab: LabPage) -> Iterator[LabPage]:
+    """`lab` in JupyterLab's dark theme (a user setting, read when the page loads)."""
+    theme = lab_server.settings_dir / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
+    theme.parent.mkdir(parents=True, exist_ok=True)
+    theme.write_text('{"theme": "JupyterLab Dark"}', encoding="utf-8")
+    try:
+        yield lab
+    finally:
+        theme.unlink(missing_ok=True)
 
 
 @pytest.hookimpl(wrapper=True)

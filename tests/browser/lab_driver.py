@@ -12,7 +12,7 @@ fails with an `AssertionError` naming the screenshot.
 Cells are counted from 0 over all cells (markdown included), as they appear.
 
 Example (inside a test that takes the ``lab`` fixture from conftest.py):
-    >>> lab.open_notebook(NOTEBOOKS / "_smoke.ipynb")
+    >>> lab.open_notebook(FIXTURES / "smoke.ipynb")
     >>> lab.run_all()
     >>> lab.fill("Note", "ship it", cell=1)
     >>> lab.click_button("Approve", cell=1)
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
+from lab_scripts import KERNEL_READY, RESTARTED, RUNS_DONE, WATCH_RUNS, WATCH_STATUS
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page
 
@@ -55,76 +56,6 @@ TIMEOUT_MS = 60_000
 # The notebook on show (other tabs are hidden by Lumino, not removed).
 _PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
-# Records, per cell, that its prompt showed "[*]" since the last reset: a run is
-# seen even when it is too quick to catch by polling, or ends on the same count.
-_WATCH_RUNS = """(panelSelector) => {
-  window.__nbaRan = new Set();
-  if (window.__nbaRunObserver) { window.__nbaRunObserver.disconnect(); }
-  const panel = document.querySelector(panelSelector);
-  const note = () => {
-    panel.querySelectorAll('.jp-Notebook .jp-Cell').forEach((cell, index) => {
-      const prompt = cell.querySelector('.jp-InputPrompt');
-      if (prompt && prompt.textContent.includes('[*]')) { window.__nbaRan.add(index); }
-    });
-  };
-  window.__nbaRunObserver = new MutationObserver(note);
-  window.__nbaRunObserver.observe(panel, {subtree: true, childList: true, characterData: true});
-}"""
-
-# True when the kernel is idle and every non-empty code cell in `cells` (all when
-# null) has run since _WATCH_RUNS and no longer shows "[*]".
-_RUNS_DONE = """([panelSelector, cells]) => {
-  const panel = document.querySelector(panelSelector);
-  const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  if (!indicator || indicator.getAttribute('data-status') !== 'idle') { return false; }
-  const all = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
-  return (cells === null ? all.map((_, i) => i) : cells).every((index) => {
-    const cell = all[index];
-    if (!cell) { return false; }
-    if (!cell.classList.contains('jp-CodeCell')) { return true; }
-    const source = cell.querySelector('.jp-InputArea-editor');
-    if (!source || !source.textContent.trim()) { return true; }
-    const prompt = cell.querySelector('.jp-InputPrompt').textContent;
-    return window.__nbaRan.has(index) && !prompt.includes('[*]');
-  });
-}"""
-
-_WATCH_STATUS = """(panelSelector) => {
-  const panel = document.querySelector(panelSelector);
-  const read = () => {
-    const el = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-    return el ? el.getAttribute('data-status') : null;
-  };
-  window.__nbaStatuses = [read()];
-  if (window.__nbaStatusObserver) { window.__nbaStatusObserver.disconnect(); }
-  window.__nbaStatusObserver = new MutationObserver(() => {
-    const now = read();
-    if (now !== window.__nbaStatuses[window.__nbaStatuses.length - 1]) { window.__nbaStatuses.push(now); }
-  });
-  window.__nbaStatusObserver.observe(panel, {subtree: true, childList: true, attributes: true,
-                                             attributeFilter: ['data-status']});
-}"""
-
-# True once the kernel has left "idle" (it restarted) and is idle again.
-_RESTARTED = """(panelSelector) => {
-  const seen = window.__nbaStatuses || [];
-  const el = document.querySelector(panelSelector + ' .jp-Notebook-ExecutionIndicator');
-  return seen.some((s) => s !== 'idle') && el !== null && el.getAttribute('data-status') === 'idle';
-}"""
-
-
-# True when the notebook has a kernel (the toolbar names it) and that kernel is idle.
-# The execution indicator alone says "idle" before any kernel exists.
-_KERNEL_READY = """(panelSelector) => {
-  const panel = document.querySelector(panelSelector);
-  if (!panel) { return false; }
-  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  const name = panel.querySelector('.jp-Toolbar-kernelName');
-  const kernel = name ? name.textContent.trim() : '';
-  return indicator !== null && indicator.getAttribute('data-status') === 'idle'
-    && kernel !== '' && kernel !== 'No Kernel';
-}"""
-
 
 class LabServer:
     """One JupyterLab process on 127.0.0.1, serving a temp root folder.
@@ -141,6 +72,7 @@ class LabServer:
         self.token = token
         self.root = root
         self.log = log
+        self.settings_dir: Path | None = None  # JupyterLab's user settings, when the caller knows them
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}, timeout=30)
 
     @classmethod
@@ -162,6 +94,10 @@ class LabServer:
                 "--ServerApp.shutdown_no_activity_timeout=1800",
                 "--LabApp.news_url=None",
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                # CurveZMQ-encrypted kernel sockets: no "TCP without encryption" warning per kernel
+                "--KernelManager.transport_encryption=auto",
+                # what a regular install enables through its config file (an editable one has none)
+                "--ServerApp.jpserver_extensions=nb_agents.jupyter_extension=True",
             ]  # fmt: skip
             if os.geteuid() == 0:
                 cmd.append("--allow-root")
@@ -268,15 +204,19 @@ class LabPage:
 
     # --- moves ------------------------------------------------------------------
 
-    def open_notebook(self, source: Path) -> None:
-        """Copy `source` into the server's root, open it in Lab and wait for its kernel to be idle."""
+    def open_notebook(self, source: Path) -> str:
+        """Copy `source` into the server's root, open it in Lab and wait for its kernel to be idle.
+
+        Returns its path relative to the server's root (for `reopen` and the REST API).
+        """
         path = self.server.add_notebook(source, self.name)
         self.page.goto(self.server.lab_url(path))
         self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
         self._wait(
-            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL),
+            lambda: self.page.wait_for_function(KERNEL_READY, arg=_PANEL),
             f"the kernel of {path} did not start and become idle",
         )
+        return path
 
     def menu(self, menu: str, command: str) -> None:
         """Click `menu` in the menu bar, then its entry for the Lab command id `command`."""
@@ -293,36 +233,40 @@ class LabPage:
 
     def run_all(self) -> None:
         """Run > Run All Cells, then wait until every code cell has run and the kernel is idle."""
-        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.page.evaluate(WATCH_RUNS, _PANEL)
         self.menu("Run", "runmenu:run-all")
         self._wait_for_runs(None)
 
     def run_cell(self, index: int) -> None:
         """Select cell `index`, Run > Run Selected Cell..., and wait until it has run."""
         self._wait(lambda: self.cell(index).locator(".jp-InputPrompt").click(), f"no cell {index}")
-        self.page.evaluate(_WATCH_RUNS, _PANEL)
+        self.page.evaluate(WATCH_RUNS, _PANEL)
         self.menu("Run", "notebook:run-cell")
         self._wait_for_runs([index])
 
     def restart_kernel(self) -> None:
         """Kernel > Restart Kernel..., confirm, and wait until the new kernel is idle."""
-        self.page.evaluate(_WATCH_STATUS, _PANEL)
+        self.page.evaluate(WATCH_STATUS, _PANEL)
         self.menu("Kernel", "kernelmenu:restart")
         self._wait(lambda: self.page.locator(".jp-Dialog .jp-mod-accept").click(), "no restart dialog")
         self._wait(
-            lambda: self.page.wait_for_function(_RESTARTED, arg=_PANEL),
+            lambda: self.page.wait_for_function(RESTARTED, arg=_PANEL),
             "the kernel did not restart and come back idle",
         )
 
     def wait_until_idle(self) -> None:
         """Wait until the notebook has a kernel and it is idle."""
         self._wait(
-            lambda: self.page.wait_for_function(_KERNEL_READY, arg=_PANEL), "the kernel did not become idle"
+            lambda: self.page.wait_for_function(KERNEL_READY, arg=_PANEL), "the kernel did not become idle"
         )
 
     def click_button(self, label: str, *, cell: int | None = None) -> None:
-        """Click the widget button labelled exactly `label` in an output (of `cell`, if given)."""
-        buttons = self._outputs(cell).get_by_role("button", name=label, exact=True)
+        """Click the widget button labelled exactly `label` in an output (of `cell`, if given).
+
+        A button's icon (a Font Awesome glyph, drawn as CSS content) may lead its accessible name.
+        """
+        name = re.compile(rf"^\W*{re.escape(label)}$")
+        buttons = self._outputs(cell).get_by_role("button", name=name)
         where = "the outputs" if cell is None else f"the output of cell {cell}"
         self._wait(lambda: buttons.first.wait_for(), f"no button '{label}' in {where}")
         if buttons.count() > 1:
@@ -339,6 +283,49 @@ class LabPage:
         # Typed key by key, like a person: the widget sends its value to the kernel as it changes.
         self._wait(lambda: field.press_sequentially(text), f"could not type into '{label}' in {where}")
         self._wait(lambda: field.press("Tab"), f"could not leave '{label}' in {where}")
+
+    def press(self, label: str, keys: str, *, cell: int | None = None) -> None:
+        """Focus the text box labelled `label` in an output and press `keys` (e.g. "Enter", "Shift+Enter")."""
+        box = self._outputs(cell).get_by_label(label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: box.first.wait_for(), f"no text box '{label}' in {where}")
+        self._wait(lambda: box.first.press(keys), f"could not press {keys} in '{label}' in {where}")
+
+    def type_into(self, label: str, text: str, *, cell: int | None = None) -> None:
+        """Type `text` key by key into the text box labelled `label` (staying in it)."""
+        box = self._outputs(cell).get_by_label(label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: box.first.wait_for(), f"no text box '{label}' in {where}")
+        self._wait(lambda: box.first.press_sequentially(text), f"could not type into '{label}' in {where}")
+
+    def save(self) -> None:
+        """File > Save Notebook, and wait until the notebook is no longer marked dirty."""
+        self.menu("File", "docmanager:save")
+        self._wait(
+            lambda: self.page.wait_for_function(
+                "(sel) => { const p = document.querySelector(sel);"
+                " return p && !p.classList.contains('jp-mod-dirty')"
+                " && !document.querySelector('.jp-mod-current.jp-mod-dirty'); }",
+                arg=_PANEL,
+            ),
+            "the notebook was not saved",
+        )
+
+    def reopen(self, path: str) -> None:
+        """Load the page again with the notebook at `path` (relative to the server's root) open."""
+        self.page.goto(self.server.lab_url(path))
+        self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
+
+    def shot(self, label: str, *, cell: int | None = None) -> Path | None:
+        """Save a reference screenshot when ``NB_AGENTS_SCREENSHOTS`` names a folder (else nothing)."""
+        folder = os.environ.get("NB_AGENTS_SCREENSHOTS")
+        if not folder:
+            return None
+        target = Path(folder) / f"{self.name}-{label}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        time.sleep(0.5)  # let the last render settle
+        (self.cell(cell) if cell is not None else self.page).screenshot(path=str(target))
+        return target
 
     def wait_for_output(self, text: str, *, cell: int | None = None) -> Locator:
         """Wait until an output (of `cell`, if given) contains `text` (case-sensitive); return it."""
@@ -382,7 +369,7 @@ class LabPage:
     def _wait_for_runs(self, cells: list[int] | None) -> None:
         which = "every cell" if cells is None else f"cell {cells[0]}"
         self._wait(
-            lambda: self.page.wait_for_function(_RUNS_DONE, arg=[_PANEL, cells]),
+            lambda: self.page.wait_for_function(RUNS_DONE, arg=[_PANEL, cells]),
             f"{which} did not finish running (or the kernel never became idle)",
         )
 

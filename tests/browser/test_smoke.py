@@ -1,6 +1,6 @@
 """The whole browser chain works: JupyterLab, the widget manager, Chromium, Playwright.
 
-notebooks/_smoke.ipynb has a markdown cell (0), a Note field and an Approve
+tests/browser/fixtures/smoke.ipynb has a markdown cell (0), a Note field and an Approve
 button whose click prints "clicked: approved" (and the note) into an Output
 widget (1), and a cell printing the kernel's pid and interpreter (2). If these
 pass, a failing widget test is about the widget.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lab_driver import LabPage
 
-SMOKE = Path(__file__).resolve().parents[2] / "notebooks" / "_smoke.ipynb"
+SMOKE = Path(__file__).resolve().parent / "fixtures" / "smoke.ipynb"
 
 
 def _kernel(lab: LabPage) -> tuple[int, str]:

@@ -67,7 +67,8 @@ async def test_a_paused_turn_shows_its_form_inline_and_the_chat_goes_on() -> Non
     await chat_box.send("please do it")
     [view] = chat_box.views
     assert isinstance(view, TurnView) and view in widgets_of(chat_box.transcript)
-    assert "Go ahead?" in html_of(view) and "Let me check" not in html_of(chat_box.transcript)
+    # the model's own words come with the question, once
+    assert "Go ahead?" in html_of(view) and html_of(chat_box.transcript).count("Let me check") == 1
     view.forms[0].approve_button.click()
     await view.task
     assert "Done." in html_of(chat_box.transcript)
@@ -110,3 +111,77 @@ async def test_static_mode_shows_no_widget(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("NB_AGENTS_STATIC", "1")
     bundle = chat_box._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"} and "hello" in bundle["text/html"]
+
+
+async def test_enter_in_the_box_sends_and_a_refused_text_goes_back_in_the_box() -> None:
+    agent, model = agent_with(
+        tool_call_response(("askUser", "a1", {"question": "Sure?"})),
+        text_response("ok"),
+        text_response("next"),
+    )
+    chat_box = ChatWidget(agent)
+    chat_box.message_box.value = "do it"
+    chat_box.message_box.submit()  # Enter, as the browser sends it
+    assert chat_box.message_box.value == ""
+    await chat_box.task
+    [view] = chat_box.views
+    chat_box.message_box.submit("and then?")  # a form waits: held back, the text stays
+    assert model.calls == 1 and chat_box.message_box.value == "and then?"
+    assert "Answer the question above first" in chat_box.notice.value and chat_box.send_button.disabled
+    view.forms[0].approve_button.click()
+    await view.task
+    assert not chat_box.send_button.disabled and chat_box.notice.value == ""
+    chat_box.message_box.submit()
+    await chat_box.task
+    assert "next" in html_of(chat_box.transcript) and model.calls == 3
+
+
+async def test_stop_aborts_the_turn_in_flight() -> None:
+    import asyncio
+
+    from nb_agents.testing import FunctionModel
+
+    async def slow(_request: object) -> str:
+        await asyncio.sleep(30)
+        return "too late"
+
+    agent = nba.define_agent("slow", model=FunctionModel(slow), store=nba.InMemorySessionStore())
+    chat_box = ChatWidget(agent)
+    task = chat_box.send("take your time")
+    await asyncio.sleep(0.05)
+    assert chat_box.busy and chat_box.stop_button.layout.display is None
+    chat_box.stop_button.click()
+    res = await asyncio.wait_for(task, 10)
+    assert res is not None and res.finish_reason == "aborted"
+    assert "Stopped." in html_of(chat_box.transcript) and not chat_box.busy
+    assert chat_box.stop_button.layout.display == "none"
+
+
+async def test_a_chat_rebuilt_from_the_store_shows_its_history_and_open_form(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = nba.SqliteSessionStore(tmp_path / "chat.db")
+    model = ScriptedModel(
+        [
+            text_response("first *answer*"),
+            tool_call_response(("askUser", "a1", {"question": "Sure?"})),
+            text_response("ok"),
+        ]
+    )
+    agent = nba.define_agent("helper", model=model, tools=[ask_user], store=store)
+    chat = agent.chat(session_id="s-1")
+    await chat.send("one")
+    await chat.send("two")
+    # a new kernel: a new agent object on the same file, a chat known only by its session id
+    again = nba.define_agent(
+        "helper", model=model, tools=[ask_user], store=nba.SqliteSessionStore(tmp_path / "chat.db")
+    )
+    chat_box = ChatWidget(again.chat(session_id="s-1"))
+    assert chat_box.loading is not None
+    await chat_box.loading
+    shown = html_of(chat_box.transcript)
+    assert "one" in shown and "<em>answer</em>" in shown and "Sure?" in shown
+    [view] = chat_box.views
+    assert chat_box.waiting is view and chat_box.send_button.disabled
+    view.forms[0].approve_button.click()
+    await view.task
+    assert "ok" in html_of(chat_box.transcript) and chat_box.waiting is None
+    assert "first" in chat_box._repr_mimebundle_()["text/html"]

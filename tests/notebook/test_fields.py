@@ -57,7 +57,7 @@ def controls(field: Any) -> dict[str, Any]:
     for w in widgets_of(field.widget):
         label = getattr(w, "description", "")
         if label and not isinstance(w, widgets.Button):
-            found.setdefault(label.split(" (")[0], w)
+            found.setdefault(label.split(" (")[0].removesuffix(" *"), w)
     return found
 
 
@@ -69,7 +69,7 @@ def test_a_model_schema_becomes_typed_widgets() -> None:
     assert isinstance(c["Count"], widgets.IntText) and c["Count"].value == 3
     assert isinstance(c["Rush"], widgets.Checkbox)
     assert isinstance(c["Mode"], widgets.Dropdown) and "fast" in [v for _, v in c["Mode"].options]
-    assert isinstance(c["color"], widgets.Dropdown) and c["color"].value == "red"  # an Enum via $ref
+    assert isinstance(c["Color"], widgets.Dropdown) and c["Color"].value == "red"  # an Enum via $ref
     assert isinstance(c["Street"], widgets.Text)  # a nested model via $ref
     assert isinstance(c["Mixed"], widgets.Textarea) and "(JSON)" in c["Mixed"].description  # a union
     assert isinstance(c["Extra"], widgets.Textarea)  # so does a map
@@ -116,7 +116,9 @@ def test_starting_values_fill_the_form() -> None:
 
 
 def test_optional_values_can_be_switched_off() -> None:
-    field = schema_field(Order.model_json_schema(), {"limit": 7, "kind": "order", "sizes": [], "ship_to": {}})
+    field = schema_field(
+        Order.model_json_schema(), {"limit": 7, "kind": "order", "sizes": [], "ship_to": {"street": "A"}}
+    )
     boxes = [w for w in widgets_of(field.widget) if isinstance(w, widgets.Checkbox) and w.description == ""]
     assert len(boxes) == 3  # count, bill_to and limit say whether they are given
     for box in boxes:
@@ -156,6 +158,26 @@ def test_bad_json_is_reported_not_sent() -> None:
         field.get()
     area.value = '{"ok": true}'
     assert field.get() == {"ok": True}
+
+
+def test_an_empty_required_text_is_refused_beside_its_field() -> None:
+    field = schema_field(Address.model_json_schema())
+    with pytest.raises(FieldError, match="Street: required"):
+        field.get()
+    street = field.children["street"]
+    assert "required" in street.error.value and street.error in street.row.children
+    street.widget.value = "1 Main St"
+    assert field.get() == {"street": "1 Main St"} and street.error.value == ""
+
+
+def test_labels_are_words_not_pydantic_titles() -> None:
+    class Move(BaseModel):
+        toAccount: str
+        amount_usd: float = Field(title="Amount in dollars")
+
+    c = controls(schema_field(Move.model_json_schema()))
+    assert set(c) == {"To account", "Amount in dollars"}
+    assert c["To account"].description == "To account *"
 
 
 def test_recursive_models_stop_at_a_json_area() -> None:

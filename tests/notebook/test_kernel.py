@@ -85,9 +85,10 @@ def kernel() -> Iterator[Kernel]:
 
 
 def test_a_paused_response_displays_as_a_widget_and_a_click_resumes_it(kernel: Kernel) -> None:
-    [(kind, shown)] = [o for o in kernel.run(SETUP) if o[0] == "execute_result"]
+    # displayed with a display id, so the view can later replace the output with its record
+    [(kind, shown)] = [o for o in kernel.run(SETUP) if o[0] == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" in shown["data"]
-    assert "askUser (a1)" in shown["data"]["text/html"]
+    assert "Ask user" in shown["data"]["text/html"] and shown["transient"]["display_id"]
     code = "from nb_agents.notebook import TurnView\nview = TurnView(res)\n"
     button = kernel.printed(code + "print(view.forms[0].approve_button.model_id)").strip()
     kernel.click(button)

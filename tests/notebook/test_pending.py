@@ -122,15 +122,16 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
     await one.task
     assert world == [("paid", 5)] and model.calls == 1
 
-    two.forms[0].approve_button.click()  # the same answer from a stale form: the first result
-    done = await two.task
-    assert done is not None and done.text == "Paid." and "Paid." in html_of(two)
+    two.forms[0].approve_button.click()  # a stale form: the audit says it is answered, nothing is sent
+    assert (await two.task) is None and two.state == "stale"
+    assert "Already answered (approved at" in two.outcome
     assert world == [("paid", 5)] and model.calls == 1
 
-    three.forms[0].deny_button.click()  # a different answer: rejected, shown in the form
+    three.forms[0].deny_button.click()  # a different answer: rejected, the form says who answered
     assert (await three.task) is None
-    assert "FAILED_PRECONDITION" in three.status.value and "already resumed" in three.status.value
-    assert three.forms[0].answer is None and not three.forms[0].deny_button.disabled
+    assert three.state == "stale" and three.settled
+    assert three.header.value.count("Already answered (approved at ") == 1, three.header.value
+    assert "FAILED_PRECONDITION" not in html_of(three) and three.forms[0].deny_button.disabled
     assert world == [("paid", 5)] and model.calls == 1
 
 

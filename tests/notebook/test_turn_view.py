@@ -326,7 +326,7 @@ async def test_two_interrupts_answered_together_make_one_resume() -> None:
     view, res = await paused(agent)
     first, second = view.forms
     first.approve_button.click()
-    assert view.task is None and model.calls == 1 and "approved" in first.status.value
+    assert view.task is None and model.calls == 1 and "Approved" in first.status.value
     first.change_button.click()  # changed my mind before sending
     assert first.answer is None and not first.deny_button.disabled
     first.deny_button.click()
@@ -402,6 +402,17 @@ async def test_a_view_of_a_turn_the_chat_moved_past_resumes_that_turn() -> None:
     res = await chat.send("go")
     old = TurnView(res)
     await chat.resume(respond=[res.interrupts[0].respond({"approved": True})])
-    old.forms[0].approve_button.click()  # the identical answer: the first result, nothing runs again
+    old.forms[0].approve_button.click()  # answered meanwhile: the form says so, nothing runs again
+    assert (await old.task) is None and old.state == "stale" and "Already answered" in old.outcome
+
+
+async def test_without_an_audit_the_identical_answer_returns_the_first_result() -> None:
+    agent, _, _ = make(ASK, text_response("first"), text_response("second"))
+    chat = Chat(RemoteLike(agent))  # a remote agent: no audit to read, exactly-once still holds
+    res = await chat.send("go")
+    old = TurnView(res)
+    await chat.resume(respond=[res.interrupts[0].respond({"approved": True})])
+    old.forms[0].reply.widget.value = '{"approved": true}'
+    old.forms[0].submit_button.click()
     done = await old.task
     assert done is not None and done.text == "first"
