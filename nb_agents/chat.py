@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from . import _sync
 from ._sync import Signal, twin
-from .errors import AgentError, InvalidArgumentError
+from .errors import AgentError, InvalidArgumentError, strip_status_prefix
 from .interrupts import AgentInterrupt
 from .responses import AgentChunk, AgentResponse
 from .types import (
@@ -294,7 +294,8 @@ class Chat:
         if out.finish_reason == "failed":
             err = out.error
             raise AgentError(
-                err.message if err is not None else "the turn failed",
+                # the bare message: a Genkit server writes "STATUS: message", AgentError adds the status
+                strip_status_prefix(err.status, err.message) if err is not None else "the turn failed",
                 status=err.status if err is not None else None,
                 details=err.details if err is not None else None,
                 response=res,
