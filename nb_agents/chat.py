@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from . import _sync
 from ._sync import Signal, twin
-from .errors import AgentError, InvalidArgumentError
+from .errors import AgentError, InvalidArgumentError, strip_status_prefix
 from .interrupts import AgentInterrupt
 from .responses import AgentChunk, AgentResponse
 from .types import (
@@ -293,8 +293,10 @@ class Chat:
         res = AgentResponse(out, custom=custom, chat=self)
         if out.finish_reason == "failed":
             err = out.error
+            res.messages = list(self.messages)  # the chat is where it was before the turn
             raise AgentError(
-                err.message if err is not None else "the turn failed",
+                # the bare message: a Genkit server writes "STATUS: message", AgentError adds the status
+                strip_status_prefix(err.status, err.message) if err is not None else "the turn failed",
                 status=err.status if err is not None else None,
                 details=err.details if err is not None else None,
                 response=res,
@@ -302,6 +304,7 @@ class Chat:
         self.snapshot_id = out.snapshot_id or self.snapshot_id
         self.session_id = out.session_id or self.session_id
         if out.finish_reason == "detached":
+            res.messages = list(self.messages)
             return res
         if out.state is not None:
             self._state = out.state
@@ -321,6 +324,7 @@ class Chat:
             self.custom = custom
             for art in out.artifacts or []:
                 self._upsert(art)
+        res.messages = list(self.messages)
         self.last = res
         return res
 

@@ -2,8 +2,8 @@
 
 A subclass supplies the three verbs of the `AgentEndpoint` protocol (``invoke``
 one input, ``get_snapshot``, ``abort``); this base adds what is the same for
-all of them: ``chat()``, the Go-shaped ``run`` / ``run_text``, and the ``_sync``
-twins. `nb_agents.Agent` runs turns in this process, `nb_agents.RemoteAgent`
+all of them: ``chat()`` and ``load_chat()``, the Go-shaped ``run`` /
+``run_text``, and the ``_sync`` twins. `nb_agents.Agent` runs turns in this process, `nb_agents.RemoteAgent`
 over HTTP; both are `BaseAgent`.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from ._sync import twin
 from .chat import Chat, InputLike, as_input, call_options, make_init
+from .errors import InvalidArgumentError, NotFoundError
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
 
 __all__ = ["BaseAgent"]
@@ -65,6 +66,43 @@ class BaseAgent:
         """
         return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
 
+    async def load_chat(self, snapshot_id: str | None = None, *, session_id: str | None = None) -> Chat:
+        """A `Chat` loaded from a stored snapshot (Genkit's ``loadChat`` / ``load_chat``).
+
+        Give exactly one of `snapshot_id` and `session_id` (its latest
+        snapshot, as stored). The chat holds the snapshot's messages, custom
+        state and artifacts, and its snapshot and session ids, so its next turn
+        continues from that very snapshot; a snapshot that cannot be continued
+        (a pending one) is refused by that turn. To go on from a session's last
+        good turn instead, use ``chat(session_id=...)``.
+
+        Raises:
+            NotFoundError: No such snapshot (or session).
+            InvalidArgumentError: Neither or both ids given.
+
+        Example:
+            >>> chat = await agent.load_chat(res.snapshot_id)           # doctest: +SKIP
+            >>> [m.role for m in chat.messages]                          # doctest: +SKIP
+            ['user', 'model']
+        """
+        if (snapshot_id is None) == (session_id is None):
+            raise InvalidArgumentError("load_chat needs exactly one of snapshot_id and session_id")
+        snap = await self.get_snapshot(snapshot_id, session_id=session_id)
+        if snap is None:
+            what = f"Snapshot {snapshot_id}" if snapshot_id is not None else f"Session {session_id}"
+            raise NotFoundError(f"{what} not found.")
+        state = snap.state.model_copy(deep=True) if snap.state is not None else None  # the chat's own
+        chat = Chat(
+            self,
+            snapshot_id=snap.snapshot_id,
+            session_id=snap.session_id or (state.session_id if state is not None else None),
+        )
+        if state is not None:
+            chat.messages = list(state.messages)
+            chat.custom = state.custom
+            chat.artifacts = list(state.artifacts)
+        return chat
+
     async def run(
         self,
         input: InputLike | None = None,
@@ -113,6 +151,7 @@ class BaseAgent:
         )
 
     invoke_sync = twin(invoke)
+    load_chat_sync = twin(load_chat)
     run_sync = twin(run)
     run_text_sync = twin(run_text)
     get_snapshot_sync = twin(get_snapshot)

@@ -40,10 +40,18 @@ this tree.
 `HTTP_STATUS` is the one status-to-HTTP table: the server answers a thrown
 error with its code and the client reads a code back into a status with
 `status_for_http`.
+
+Genkit JS writes the message of a failed turn's error (``AgentOutput.error``,
+and a stored snapshot's ``error``) as ``"<STATUS>: <message>"`` for its own
+errors, because a ``GenkitError``'s message holds its status; a thrown error's
+body (``{"status", "message"}``, an error frame) carries the bare message.
+`with_status_prefix` writes that form, `strip_status_prefix` reads it back, so a
+client never shows a status twice; in-process values carry the bare message.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -62,7 +70,10 @@ __all__ = [
     "UnavailableError",
     "error_for_status",
     "http_status",
+    "split_status_prefix",
     "status_for_http",
+    "strip_status_prefix",
+    "with_status_prefix",
 ]
 
 
@@ -279,3 +290,51 @@ def status_for_http(code: int) -> str:
     if found is not None:
         return found
     return "INTERNAL" if code >= 500 else "UNKNOWN"
+
+
+def with_status_prefix(status: str | None, message: str) -> str:
+    """`message` as Genkit JS writes a failed turn's error: ``"<STATUS>: <message>"``.
+
+    Example:
+        >>> with_status_prefix("NOT_FOUND", "Snapshot s1 not found.")
+        'NOT_FOUND: Snapshot s1 not found.'
+        >>> with_status_prefix("NOT_FOUND", "NOT_FOUND: Snapshot s1 not found.")  # once only
+        'NOT_FOUND: Snapshot s1 not found.'
+    """
+    if not status or message.startswith(f"{status}: "):
+        return message
+    return f"{status}: {message}"
+
+
+def strip_status_prefix(status: str | None, message: str) -> str:
+    """`message` without a leading ``"<STATUS>: "`` that repeats `status`.
+
+    Example:
+        >>> strip_status_prefix("NOT_FOUND", "NOT_FOUND: Snapshot s1 not found.")
+        'Snapshot s1 not found.'
+        >>> strip_status_prefix("INTERNAL", "NOT_FOUND: not this status")
+        'NOT_FOUND: not this status'
+    """
+    if status and message.startswith(f"{status}: "):
+        return message[len(status) + 2 :]
+    return message
+
+
+_PREFIX = re.compile(r"^([A-Z][A-Z_]+): ")
+
+
+def split_status_prefix(message: str) -> tuple[str | None, str]:
+    """The Genkit status a message starts with (``"<STATUS>: "``), and the rest.
+
+    Only the status names of `HTTP_STATUS` count, so ``"NOTE: ..."`` is a message.
+
+    Example:
+        >>> split_status_prefix("INVALID_ARGUMENT: bad ref")
+        ('INVALID_ARGUMENT', 'bad ref')
+        >>> split_status_prefix("NOTE: nothing")
+        (None, 'NOTE: nothing')
+    """
+    match = _PREFIX.match(message)
+    if match is None or match.group(1) not in HTTP_STATUS:
+        return None, message
+    return match.group(1), message[match.end() :]

@@ -13,7 +13,11 @@ handler, Go's ``AgentRoutes`` or Python's ``serve_agent`` alike:
   FastAPI's nested one) or a non-200 answer raises the `NbAgentsError` of its
   status; a stream that ends with neither raises instead of waiting forever;
 * ``getSnapshot`` and ``abort`` are plain JSON POSTs to ``{url}/getSnapshot`` and
-  ``{url}/abort`` (or the URLs given).
+  ``{url}/abort`` (or the URLs given);
+* what comes back is read into the local form: the ``STATUS: `` prefix Genkit
+  writes on a failed turn's error message (`nb_agents.errors`) is taken off an
+  output's and a snapshot's error, so a remote output equals a local one and no
+  message shows its status twice.
 
 Aborting a turn (``turn.abort()``, ``chat.abort()``) closes its connection, which
 aborts the turn on the server; the response resolves with finish reason
@@ -26,7 +30,6 @@ import asyncio
 import contextlib
 import inspect
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -39,9 +42,12 @@ from .errors import (
     NotFoundError,
     UnavailableError,
     error_for_status,
+    split_status_prefix,
     status_for_http,
+    strip_status_prefix,
 )
 from .types import (
+    AgentErrorInfo,
     AgentInit,
     AgentInput,
     AgentOutput,
@@ -51,14 +57,12 @@ from .types import (
     SessionSnapshot,
 )
 
-__all__ = ["HeadersOption", "RemoteAgent", "iter_frames", "remote_agent"]
+__all__ = ["HeadersOption", "RemoteAgent", "iter_frames", "local_error", "remote_agent"]
 
 HeadersOption = Mapping[str, str] | Callable[[], Mapping[str, str] | Awaitable[Mapping[str, str]]] | None
 """Headers for every request: a mapping, or a (sync or async) function called per request."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn may think for minutes between chunks
-
-_STATUS_PREFIX = re.compile(r"^([A-Z][A-Z_]+): (.*)$", re.DOTALL)
 
 
 class RemoteAgent(BaseAgent):
@@ -197,7 +201,8 @@ class RemoteAgent(BaseAgent):
                         if on_chunk is not None:
                             await on_chunk(AgentStreamChunk.model_validate(event["message"]))
                     elif "result" in event:
-                        return AgentOutput.model_validate(event["result"])
+                        out = AgentOutput.model_validate(event["result"])
+                        return out.model_copy(update={"error": local_error(out.error)}) if out.error else out
                     elif "error" in event:
                         raise frame_error(event["error"])
                     else:
@@ -224,7 +229,10 @@ class RemoteAgent(BaseAgent):
             result = await self._call(self.get_snapshot_url, lookup)
         except NotFoundError:
             return None
-        return SessionSnapshot.model_validate(result) if result is not None else None
+        if result is None:
+            return None
+        snap = SessionSnapshot.model_validate(result)
+        return snap.model_copy(update={"error": local_error(snap.error)}) if snap.error else snap
 
     async def abort(self, snapshot_id: str) -> str | None:
         """Abort a pending (detached) snapshot; its previous status, None if unknown."""
@@ -318,9 +326,12 @@ def _decode(text: str) -> dict[str, Any]:
     return value
 
 
-def _split_status(message: str) -> tuple[str | None, str]:
-    match = _STATUS_PREFIX.match(message)
-    return (match.group(1), match.group(2)) if match else (None, message)
+def local_error(err: AgentErrorInfo | None) -> AgentErrorInfo | None:
+    """A failed turn's error as an in-process one has it: without Genkit's ``STATUS: `` prefix."""
+    if err is None:
+        return None
+    message = strip_status_prefix(err.status, err.message)
+    return err if message == err.message else err.model_copy(update={"message": message})
 
 
 def frame_error(err: Any) -> NbAgentsError:
@@ -328,13 +339,13 @@ def frame_error(err: Any) -> NbAgentsError:
     if isinstance(err, dict) and "status" not in err and "message" not in err and "error" in err:
         err = err["error"]  # FastAPI nests the error once more
     if isinstance(err, str):
-        status, message = _split_status(err)
+        status, message = split_status_prefix(err)
         return error_for_status(status or "UNKNOWN", message)
     if not isinstance(err, dict):
         return error_for_status("UNKNOWN", json.dumps(err))
     status = err.get("status") if isinstance(err.get("status"), str) else None
     message = str(err.get("message") or json.dumps(err))
-    prefixed, rest = _split_status(message)
+    prefixed, rest = split_status_prefix(message)
     if prefixed is not None and (status is None or prefixed == status):
         status, message = prefixed, rest  # Genkit JS puts "STATUS: " in front of the message
     return error_for_status(status or "UNKNOWN", message, err.get("details"))

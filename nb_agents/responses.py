@@ -1,18 +1,23 @@
 """What a chat turn gives back: `AgentResponse`, `AgentChunk`, `AgentInterrupt`.
 
 These wrap the wire values (`AgentOutput`, `AgentStreamChunk`) with the
-conveniences of Genkit's client API: ``text``, ``interrupts`` (`AgentInterrupt`
-views, defined with the answer builders in `nb_agents.interrupts`, re-exported
-here), ``finish_message``.
+conveniences of Genkit's client API (JS ``AgentResponse``/``AgentChunk``, the
+same meaning): ``text``, ``reasoning`` (every reasoning part, joined), ``media``
+and ``data`` (the first such part), ``interrupts`` (`AgentInterrupt` views,
+defined with the answer builders in `nb_agents.interrupts`, re-exported here),
+``finish_message``, ``messages`` (the chat's history after the turn) and
+``assert_valid()``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ._display import bundle, show
+from .errors import FailedPreconditionError
 from .interrupts import AgentInterrupt
-from .types import AgentOutput, AgentStreamChunk, Artifact, Part
+from .types import AgentOutput, AgentStreamChunk, Artifact, Media, Message, Part
 
 __all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse"]
 
@@ -30,7 +35,18 @@ class AgentResponse:
         state: The full state blob (client-managed agents).
         custom: The custom state after the turn.
         artifacts: The session's artifacts.
+        messages: The whole conversation after the turn, as the chat holds it
+            (``chat.messages``); for a bare output, its state's messages (or the
+            session's history in-process), else empty.
         chat: The `Chat` that produced the response (None for a bare output).
+
+    Example:
+        >>> res = AgentResponse(AgentOutput.model_validate(
+        ...     {"message": {"role": "model", "content": [{"reasoning": "2+2"}, {"text": "4"}]},
+        ...      "finishReason": "stop"}))
+        >>> res.text, res.reasoning, res.data, res.media
+        ('4', '2+2', None, None)
+        >>> res.assert_valid()
     """
 
     def __init__(self, raw: AgentOutput, *, custom: Any = None, chat: Any = None) -> None:
@@ -44,14 +60,44 @@ class AgentResponse:
         self.custom = raw.state.custom if raw.state is not None else custom
         self.artifacts: list[Artifact] = list(raw.artifacts or [])
         self.error = raw.error
+        known = raw.state.messages if raw.state is not None else raw._history
+        self.messages: list[Message] = list(known) if known is not None else []
 
     @property
     def text(self) -> str:
         return self.message.text if self.message is not None else ""
 
     @property
+    def reasoning(self) -> str:
+        """The reply's reasoning parts, joined ("" without any)."""
+        return _reasoning(self.message.content if self.message is not None else ())
+
+    @property
+    def media(self) -> Media | None:
+        """The reply's first media part (``url``, ``content_type``), or None."""
+        return _media(self.message.content if self.message is not None else ())
+
+    @property
+    def data(self) -> Any:
+        """The reply's first data part (structured output), or None."""
+        return _data(self.message.content if self.message is not None else ())
+
+    @property
     def finish_message(self) -> str | None:
         return self.error.message if self.error is not None else None
+
+    def assert_valid(self) -> None:
+        """Raise unless the turn gave a usable reply: not ``blocked``, and with a message.
+
+        Raises:
+            FailedPreconditionError: ``"Generation blocked: ..."`` or ``"Agent
+                response has no message."`` (Genkit's wording).
+        """
+        if self.finish_reason == "blocked":
+            why = f": {self.finish_message}" if self.finish_message else ""
+            raise FailedPreconditionError(f"Generation blocked{why}.")
+        if self.message is None:
+            raise FailedPreconditionError("Agent response has no message.")
 
     @property
     def tool_requests(self) -> list[Part]:
@@ -85,6 +131,9 @@ class AgentChunk:
         text: The model text in this chunk ("" for other kinds).
         accumulated_text: All model text of the turn so far.
         custom: The custom state after a ``customPatch`` chunk, else None.
+
+    ``reasoning``, ``media`` and ``data`` read the model chunk's parts as
+    `AgentResponse`'s read the reply's.
     """
 
     def __init__(self, raw: AgentStreamChunk, *, accumulated_text: str, custom: Any = None) -> None:
@@ -109,8 +158,35 @@ class AgentChunk:
         mc = self.model_chunk
         return [AgentInterrupt(p) for p in mc.interrupts()] if mc is not None else []
 
+    @property
+    def reasoning(self) -> str:
+        """This chunk's reasoning parts, joined."""
+        return _reasoning(self.model_chunk.content if self.model_chunk is not None else ())
+
+    @property
+    def media(self) -> Media | None:
+        """This chunk's first media part, or None."""
+        return _media(self.model_chunk.content if self.model_chunk is not None else ())
+
+    @property
+    def data(self) -> Any:
+        """This chunk's first data part, or None."""
+        return _data(self.model_chunk.content if self.model_chunk is not None else ())
+
     def __repr__(self) -> str:
         kind = next(
             k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None
         )
         return f"AgentChunk({kind}, text={self.text!r})"
+
+
+def _reasoning(parts: Sequence[Part]) -> str:
+    return "".join(p.reasoning for p in parts if p.reasoning is not None)
+
+
+def _media(parts: Sequence[Part]) -> Media | None:
+    return next((p.media for p in parts if p.media is not None), None)
+
+
+def _data(parts: Sequence[Part]) -> Any:
+    return next((p.data for p in parts if p.data is not None), None)

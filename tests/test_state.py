@@ -4,7 +4,7 @@ signed state, and a turn's cost staying flat as the history grows."""
 from __future__ import annotations
 
 import pytest
-from helpers import text_response
+from helpers import text_response, tool_call_response
 
 import nb_agents as nba
 from nb_agents.errors import PermissionDeniedError
@@ -121,3 +121,34 @@ async def test_history_is_shared_not_copied_or_revalidated_between_turns() -> No
     # the messages of turn 1 reach turn 5's request as the very same objects
     assert last[0] is first[0]
     assert all(a is b for a, b in zip(seen[-2].messages, last, strict=False))
+
+
+@pytest.mark.parametrize("store", [False, True], ids=["signed-client-state", "store"])
+async def test_only_a_store_makes_a_replayed_resume_run_its_tool_once(store: bool) -> None:
+    """The README's promise: exactly-once needs a store; signing stops forgery, not replay."""
+    ran: list[str] = []
+
+    @nba.tool(name="pay")
+    async def pay(to: str, ctx: nba.ToolContext) -> str:
+        if not ctx.resumed:
+            ctx.interrupt({"ask": f"pay {to}?"})
+        ran.append(to)
+        return "paid"
+
+    script = [tool_call_response(("pay", "p1", {"to": "bob"}))] + [text_response("done")] * 2
+    agent = nba.define_agent(
+        "payer",
+        model=ScriptedModel(script),
+        tools=[pay],
+        store=nba.InMemorySessionStore() if store else None,
+        state_secret=None if store else "s3cret",
+    )
+    paused = await agent.run_text("pay bob")
+    assert paused.finish_reason == "interrupted"
+    where = {"snapshot_id": paused.snapshot_id} if store else {"state": paused.state}
+    [part] = paused.interrupts()
+    resume = nba.AgentInput(resume=nba.ToolResume(restart=[nba.AgentInterrupt(part).restart(resumed=True)]))
+    first = await agent.run(resume, **where)
+    again = await agent.run(resume, **where)  # the same answer to the same paused point, replayed
+    assert first.finish_reason == again.finish_reason == "stop"
+    assert ran == (["bob"] if store else ["bob", "bob"])

@@ -35,8 +35,8 @@ from starlette.types import ASGIApp
 from ..agent import Agent
 from ..errors import NbAgentsError, NotFoundError, RequestError
 from ..types import AgentInit, AgentInput, CallOptions
-from .errors import error_response, redact
-from .request import call_config, count_parts, parse_envelope, read_body, validate
+from .errors import error_response, outgoing
+from .request import call_config, check_turn_values, count_parts, parse_envelope, read_body, validate
 from .turn import DEFAULT_WRITE_TIMEOUT, TurnResponse
 
 __all__ = [
@@ -251,12 +251,15 @@ class _AgentRoutes:
             # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
             init = init.model_copy(update={"session_id": query_session})
         options = CallOptions(config=call_config(body, self.config_keys))
+        streaming = _wants_stream(request)
+        if streaming:  # a stream's 200 goes out at once: refuse what the request carries first
+            check_turn_values(inp, init, store_backed=self.agent.store is not None)
         return TurnResponse(
             self.agent,
             inp,
             init,
             options=options,
-            streaming=_wants_stream(request),
+            streaming=streaming,
             debug=self.debug,
             write_timeout=self.write_timeout,
         )
@@ -278,7 +281,7 @@ class _AgentRoutes:
         wire = snap.to_wire()
         for private in _PRIVATE_SNAPSHOT_FIELDS:  # nb_agents' own bookkeeping: Genkit's clients refuse it
             wire.pop(private, None)
-        return JSONResponse({"result": redact(wire, debug=self.debug)})
+        return JSONResponse({"result": outgoing(wire, debug=self.debug)})
 
     async def abort(self, request: Request) -> ASGIApp:
         _, data = await self._data(request)

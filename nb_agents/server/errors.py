@@ -13,6 +13,13 @@ Tracebacks and exception texts stay on the server: `redact` drops
 what may be shown instead (``details.public``: a failed tool's name, status and
 exception type), puts that in place of the message, which may quote a file path
 or a secret. The app created with ``debug=True`` sends everything.
+
+`outgoing` is what every output and snapshot goes through on its way out: the
+error message of a failed turn gets Genkit's ``STATUS: `` prefix where Genkit JS
+writes one (an error of nb_agents' own, as a ``GenkitError``; not an exception
+a tool, model or handler raised, whose shown message is its ``public`` text),
+then `redact`. Thrown-error bodies and error frames carry the bare message, as
+Genkit's ``toJSON`` does.
 """
 
 from __future__ import annotations
@@ -22,11 +29,35 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from ..errors import HTTP_STATUS, NbAgentsError, RequestError, http_status
+from ..errors import HTTP_STATUS, NbAgentsError, RequestError, http_status, with_status_prefix
 
-__all__ = ["HTTP_STATUS", "RequestError", "error_body", "error_response", "http_status", "redact"]
+__all__ = [
+    "HTTP_STATUS",
+    "RequestError",
+    "error_body",
+    "error_response",
+    "http_status",
+    "outgoing",
+    "redact",
+]
 
 log = logging.getLogger("nb_agents.server")
+
+
+def outgoing(wire: dict[str, Any], *, debug: bool) -> dict[str, Any]:
+    """An output or a snapshot (wire form) as it goes out: Genkit's error message, redacted."""
+    err = wire.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        details = err.get("details")
+        raised = (
+            isinstance(details, dict) and "public" in details
+        )  # user code raised: Genkit JS has no prefix
+        if not raised:
+            wire = {
+                **wire,
+                "error": {**err, "message": with_status_prefix(err.get("status"), err["message"])},
+            }
+    return redact(wire, debug=debug)
 
 
 def redact(wire: dict[str, Any], *, debug: bool) -> dict[str, Any]:

@@ -11,7 +11,13 @@ error naming what was wrong:
 * a top-level key other than ``data``, ``init`` and ``config``: 400;
 * more than ``max_parts`` parts (the input message's content, the resume
   answers, and the parts of a client-managed state blob, counted together): 400;
-* a value that does not validate against the wire model: 400 naming the fields.
+* a value that does not validate against the wire model: 400 naming the fields;
+* before a stream starts, what no store could write (`check_turn_values`: JSON
+  nested too deep, a lone surrogate, an id no index takes): 400, as in plain
+  mode, where the turn finds the same before it touches a store.
+
+What the engine decides once the turn has started (init misuse, a tampered
+state blob, ...) is not a request error: see `nb_agents.server.turn`.
 """
 
 from __future__ import annotations
@@ -24,9 +30,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from ..errors import RequestError
+from .._engine.limits import check_init_ids, check_input, check_json
+from ..errors import InvalidArgumentError, RequestError
+from ..types import AgentInit, AgentInput
 
-__all__ = ["ENVELOPE_KEYS", "call_config", "count_parts", "parse_envelope", "read_body", "validate"]
+__all__ = [
+    "ENVELOPE_KEYS",
+    "call_config",
+    "check_turn_values",
+    "count_parts",
+    "parse_envelope",
+    "read_body",
+    "validate",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -174,3 +190,20 @@ def call_config(body: dict[str, Any], allowed: frozenset[str] | None) -> dict[st
                 f"(accepted: {accepted}; create_app(call_config_keys=...))"
             )
     return config
+
+
+def check_turn_values(inp: AgentInput, init: AgentInit, *, store_backed: bool) -> None:
+    """Refuse, as a 400, an input or init holding what no store could write.
+
+    The same checks a turn makes before it touches a store (nesting, lone
+    surrogates, ids), made here so that a stream, whose 200 goes out at once,
+    answers them with the HTTP status plain mode gives. A state blob is checked
+    for an agent without a store; one with a store refuses any state unread.
+    """
+    try:
+        check_input(inp)
+        check_init_ids(init)
+        if init.state is not None and not store_backed:
+            check_json(init.state, "init.state")
+    except InvalidArgumentError as exc:
+        raise RequestError(exc.message) from None

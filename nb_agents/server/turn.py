@@ -8,11 +8,22 @@ input of the request, and answers either
   frame (Genkit's JS client loops forever on a stream that ends without one); or
 * plain: ``200 {"result": <AgentOutput>}``.
 
-A thrown error while the init is resolved (init misuse, a forged state blob)
-is answered with its HTTP status and ``{"status", "message"}`` in both modes,
-so the client sees e.g. a 403, not a 200 stream; the SSE headers go out once the
-init is resolved, and a later error is the stream's terminal error frame.
-A failed turn is a 200 with finish reason ``failed``.
+What the request itself carries is refused before the turn starts, with its HTTP
+status in both modes (`nb_agents.server.request`). What the engine decides once
+the turn has started (init misuse, a tampered or unsigned state blob, a snapshot
+of another session, detach without a store) is thrown: in plain mode it is
+answered with its HTTP status and ``{"status", "message"}``; a stream has sent
+its 200 headers at once, as Genkit's servers do, so there it is the terminal
+error frame, carrying the status. A failed turn is a 200 with finish reason
+``failed`` in both modes.
+
+The error frame always goes out in a write of its own, after the chunks before
+it: Genkit JS 1.42's client leaves a promise rejected, unhandled, when the last
+chunk and the error frame arrive in one read (its channel makes a new wait
+after handing out the chunk, and the error rejects it with nobody waiting),
+which ends a default Node process. Frames carry Genkit's wire messages
+(`nb_agents.server.errors.outgoing`: the ``STATUS: `` prefix on an output's
+error message).
 
 A client that disconnects before the output aborts the turn (the invocation's
 foreground abort), exactly as Genkit's express handler does on ``close``. So
@@ -29,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +50,9 @@ from starlette.types import Receive, Scope, Send
 from .._sync import Signal
 from ..errors import NbAgentsError
 from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, CallOptions
-from .errors import error_body, error_response, redact
+from .errors import error_body, error_response, outgoing
 
 if TYPE_CHECKING:
-    from .._engine import Invocation
     from ..agent import Agent
 
 __all__ = ["SSE_HEADERS", "TurnResponse", "frame"]
@@ -51,7 +62,8 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),  # no proxy buffering: chunks must arrive as they happen
 ]
-_HEADER_POLL = 0.005  # seconds between checks whether the init has been resolved
+ERROR_FRAME_GAP = 0.05
+"""Seconds between the last chunk written and an error frame: the client reads them apart."""
 CHUNK_QUEUE_SIZE = 256  # chunks a slow reader may lag behind before the turn waits for it
 DEFAULT_WRITE_TIMEOUT = 30.0
 
@@ -102,7 +114,7 @@ class TurnResponse:
         self.debug = debug
 
     def _result(self, out: AgentOutput) -> dict[str, Any]:
-        return {"result": redact(out.to_wire(), debug=self.debug)}
+        return {"result": outgoing(out.to_wire(), debug=self.debug)}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # a Signal, not a plain Event: the invocation reacts to it by callback, while a plain
@@ -132,7 +144,12 @@ class TurnResponse:
             inv.send(self.inp)
         except NbAgentsError as exc:
             inv.close()
-            await error_response(exc, debug=self.debug)(scope, receive, send)
+            if self.streaming:  # a stream answers 200 and the error frame, as Genkit's servers do
+                with contextlib.suppress(OSError, ClientStalledError):
+                    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                    await self._write(send, frame({"error": error_body(exc, debug=self.debug)}), more=False)
+            else:
+                await error_response(exc, debug=self.debug)(scope, receive, send)
             return
         output = asyncio.ensure_future(inv.output())
 
@@ -146,7 +163,7 @@ class TurnResponse:
         watcher = asyncio.ensure_future(_watch_disconnect(receive, client_gone))
         try:
             if self.streaming:
-                await self._stream(inv, output, chunks, watcher, scope, receive, send)
+                await self._stream(output, chunks, watcher, send)
             else:
                 await self._plain(output, watcher, scope, receive, send)
         except (OSError, ClientStalledError):
@@ -181,27 +198,14 @@ class TurnResponse:
 
     async def _stream(
         self,
-        inv: Invocation,
         output: asyncio.Future[AgentOutput],
         chunks: asyncio.Queue[AgentStreamChunk],
         watcher: asyncio.Future[None],
-        scope: Scope,
-        receive: Receive,
         send: Send,
     ) -> None:
-        # Hold the headers until the init is resolved (or the turn ends or streams), so that
-        # a rejected init is answered with its HTTP status instead of a 200 stream.
-        while not (output.done() or watcher.done() or inv.session is not None or not chunks.empty()):
-            await asyncio.wait(_futures(output, watcher), timeout=_HEADER_POLL)
-        if watcher.done():
-            return
-        rejected = output.exception() if output.done() and inv.session is None else None
-        if rejected is not None:  # the init was rejected: nothing of the turn ran
-            watcher.cancel()
-            await error_response(rejected, debug=self.debug)(scope, receive, send)
-            return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         ready = b""  # frames already queued go out in one write (fewer socket writes per turn)
+        last_write = 0.0  # when a chunk last went out (monotonic seconds)
         while True:
             get = asyncio.ensure_future(chunks.get())
             await asyncio.wait(_futures(get, output, watcher), return_when=asyncio.FIRST_COMPLETED)
@@ -209,22 +213,27 @@ class TurnResponse:
                 ready = frame({"message": get.result().to_wire()}) + _drain(chunks)
                 if not output.done():
                     await self._write(send, ready)
-                    ready = b""
+                    ready, last_write = b"", time.monotonic()
                     continue
             else:
                 get.cancel()
             if watcher.done():
                 return  # disconnected: nothing more can be written
-            break  # the output is settled: what is still queued goes out with the terminal frame
+            break  # the output is settled
         watcher.cancel()
+        ready += _drain(chunks)
         exc = output.exception()
-        last = (
-            frame({"error": error_body(exc, debug=self.debug)})
-            if exc
-            else frame(self._result(output.result()))
-        )
-        last = ready + _drain(chunks) + last
-        await self._write(send, last, more=False)
+        if exc is None:  # what is still queued goes out with the result
+            await self._write(send, ready + frame(self._result(output.result())), more=False)
+            return
+        if ready:
+            await self._write(send, ready)
+            last_write = time.monotonic()
+        # the error frame in a write (and a read) of its own: see the module docstring
+        gap = last_write + ERROR_FRAME_GAP - time.monotonic()
+        if gap > 0:
+            await asyncio.sleep(gap)
+        await self._write(send, frame({"error": error_body(exc, debug=self.debug)}), more=False)
 
     async def _write(self, send: Send, data: bytes, *, more: bool = True) -> None:
         try:

@@ -8,7 +8,9 @@
 * ``signedBank``: the same agent with client-managed state signed by ``state_secret``;
 * ``plainBank``: the same agent, client-managed and unsigned;
 * ``blocker``: a custom agent with a store that streams one chunk, then waits until
-  it is aborted (for detach-then-abort and a client closing its stream).
+  it is aborted (for detach-then-abort and a client closing its stream);
+* ``failing``: a custom agent that streams three chunks, then its store fails the
+  turn's write (`BrokenStore`): a thrown ``UNAVAILABLE`` error after the chunks.
 
 The model is rule-based and answers at once: a user message that mentions a
 transfer asks for ``transferMoney``, one that asks to confirm calls
@@ -19,6 +21,7 @@ recorded (`Recorder`), so a test can check what a client really sent.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -30,6 +33,7 @@ from pydantic import BaseModel
 from server.live import ApprovalAsk, ApprovalReply, LiveServer, TransferInput, TransferOutput
 
 import nb_agents as nba
+from nb_agents.errors import UnavailableError
 from nb_agents.models.base import ModelChunkSink
 from nb_agents.server import create_app
 
@@ -148,12 +152,26 @@ def bank_agents(db: Path, bank: Bank) -> list[nba.Agent]:
             bank.blocker_stopped.append(inp.message.text if inp.message else "")
         return "unreachable"
 
+    async def stream_then_fail(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+        for piece in ["one ", "two ", "three"]:
+            await asyncio.sleep(0.005)  # each chunk is written as it comes, as a model streams
+            await ctx.send_chunk({"role": "model", "content": [{"text": piece}]})
+        return "one two three"  # the last chunk and the failed write come back to back
+
     return [
         banking("bankingAgent", store=nba.SqliteSessionStore(db)),
         banking("signedBank", state_secret=SECRET),
         banking("plainBank"),
         nba.define_custom_agent("blocker", block, store=nba.InMemorySessionStore()),
+        nba.define_custom_agent("failing", stream_then_fail, store=BrokenStore()),
     ]
+
+
+class BrokenStore(nba.InMemorySessionStore):
+    """A store whose every write fails: the turn's chunks go out, then its snapshot cannot be written."""
+
+    async def save_snapshot(self, snapshot_id: str, mutator: Any, **kwargs: Any) -> Any:
+        raise UnavailableError("the session store is down")
 
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]

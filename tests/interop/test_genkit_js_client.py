@@ -100,20 +100,36 @@ def test_get_snapshot_and_abort(flow: Flow) -> None:
     assert (got["abort"], got["abortAgain"], got["abortUnknown"]) == ("completed", "completed", None)
 
 
-def test_init_misuse_surfaces_the_server_error(flow: Flow) -> None:
+def test_init_misuse_surfaces_the_server_error_with_its_status(flow: Flow) -> None:
     got = scenario(flow, "misuse")
-    state = got["stateToServerManaged"]["thrown"]
-    # remoteAgent reports any non-200 as UNKNOWN with the body in the message (Genkit's own quirk)
-    assert (state["name"], state["status"]) == ("AgentError", "UNKNOWN")
-    assert state["message"].startswith("Server returned: 400: ")
-    assert '"status":"FAILED_PRECONDITION"' in state["message"]
-    assert "Cannot send 'state' to agent 'bankingAgent'" in state["message"]
+    # a stream answers misuse as Genkit's servers do: 200 and an error frame, whose status the
+    # client reads from its "STATUS: message" (a 400 would be reported as UNKNOWN); the
+    # "\nundefined" is the client's own, for an error frame without details
+    assert got["stateToServerManaged"]["thrown"] == {
+        "name": "AgentError",
+        "status": "FAILED_PRECONDITION",
+        "message": "FAILED_PRECONDITION: Cannot send 'state' to agent 'bankingAgent': this agent uses a "
+        "server-managed store. Send 'snapshotId' or 'sessionId' instead.\nundefined",
+    }
     snap = got["snapshotToClientManaged"]["thrown"]
-    assert snap["message"].startswith("Server returned: 400: ")
-    assert "Cannot use 'snapshotId' with agent 'signedBank'" in snap["message"]
-    # an unknown snapshot is a failed turn (200), so the client raises it with its status
+    assert (snap["name"], snap["status"]) == ("AgentError", "FAILED_PRECONDITION")
+    assert snap["message"].startswith("FAILED_PRECONDITION: Cannot use 'snapshotId' with agent 'signedBank'")
+    # detach() hands the transport's error through unwrapped (a plain Error, no .status), with
+    # the status in front of the message
+    detach = got["detachToClientManaged"]["thrown"]
+    assert detach == {
+        "name": "Error",
+        "status": None,
+        "message": "FAILED_PRECONDITION: Detach is only supported when a session store is provided."
+        "\nundefined",
+    }
+    # an unknown snapshot is a failed turn (200, finishReason failed): the client shows the
+    # output's error message, which carries Genkit's status prefix as a Genkit JS server's does
     unknown = got["unknownSnapshot"]["thrown"]
-    assert (unknown["status"], unknown["message"]) == ("NOT_FOUND", "Snapshot no-such-snapshot not found.")
+    assert (unknown["status"], unknown["message"]) == (
+        "NOT_FOUND",
+        "NOT_FOUND: Snapshot no-such-snapshot not found.",
+    )
 
 
 def test_signed_client_state_round_trips_unchanged(flow: Flow) -> None:
@@ -132,11 +148,8 @@ def test_signed_client_state_round_trips_unchanged(flow: Flow) -> None:
     assert inits[:3] == [{}, {"state": states[0]}, {"state": states[1]}]
     assert got["roles"] == ["user", "model", "tool", "model", "user", "model"]
     forged = got["forged"]["thrown"]
-    assert forged["message"].startswith("Server returned: 403: ")
-    assert (
-        '"status":"PERMISSION_DENIED"' in forged["message"]
-        and "unsigned or was modified" in forged["message"]
-    )
+    assert (forged["name"], forged["status"]) == ("AgentError", "PERMISSION_DENIED")
+    assert forged["message"].startswith("PERMISSION_DENIED: The state sent to agent 'signedBank' is unsigned")
 
 
 def test_the_tool_ran_once_per_approval(flow: Flow) -> None:
@@ -158,3 +171,29 @@ def test_closing_the_stream_aborts_the_turn_on_the_server(flow: Flow) -> None:
     got = scenario(flow, "streamAbort")
     assert got == {"firstChunk": "working", "finishReason": "aborted"}
     assert "work until I stop you" in flow[1].blocker_stopped
+
+
+def test_a_stream_that_fails_after_its_chunks_leaves_node_running(genkit_js: Path, tmp_path: Path) -> None:
+    """The error frame after streamed chunks, in a default Node process.
+
+    Genkit JS 1.42's client leaves a promise rejected, unhandled, when the last chunk
+    and the error frame arrive in one read, and a default Node process dies of it
+    (exit status 1: `run_json` fails). The script has no 'unhandledRejection' handler.
+    """
+    bank, server = serve_bank(tmp_path)
+    try:
+        got = run_json(["node", genkit_js / "stream_error.mjs", bank.url, "10"], cwd=genkit_js)
+    finally:
+        server.stop()
+    error = {
+        "name": "AgentError",
+        "status": "UNAVAILABLE",
+        "message": "UNAVAILABLE: the session store is down\nundefined",
+    }
+    # every chunk reaches the client before the error, and both the stream and the response fail
+    # with the error's status
+    assert (
+        got["streamed"]
+        == [{"texts": ["one ", "two ", "three"], "streamError": error, "responseError": error}] * 10
+    )
+    assert got["sent"] == [{"sendError": error}] * 10

@@ -111,10 +111,12 @@ def test_init_misuse_surfaces_the_server_error(flow: Flow) -> None:
     snap = got["snapshotToClientManaged"]["thrown"]
     assert snap["status"] == "FAILED_PRECONDITION"
     assert snap["message"].startswith("Cannot use 'snapshotId' with agent 'signedBank'")
+    # a failed turn's error message is written as Genkit JS writes it ("STATUS: message"); this
+    # client shows it as it comes, as it would from a Genkit JS server
     assert got["unknownSnapshot"]["thrown"] == {
         "name": "AgentError",
         "status": "NOT_FOUND",
-        "message": "Snapshot no-such-snapshot not found.",
+        "message": "NOT_FOUND: Snapshot no-such-snapshot not found.",
     }
 
 

@@ -1,7 +1,8 @@
 """Genkit's real clients and server, installed once into ``tests/interop/.cache``.
 
-* `ensure_js_client()`: npm ``genkit`` (pinned in ``js/package-lock.json``) installed
-  with the machine's Node.js and ``npm ci`` into ``.cache/js``; the flow scripts from
+* `ensure_js_client()`: npm ``genkit`` and ``@genkit-ai/express`` (pinned in
+  ``js/package-lock.json``) installed with the machine's Node.js and ``npm ci`` into
+  ``.cache/js``; the flow scripts (``*.mjs``) and the agent server (``*.cjs``) from
   ``js/`` are copied beside its ``node_modules`` so Node resolves ``genkit/...``.
 * `ensure_genkit_python()`: PyPI ``genkit`` and ``genkit-fastapi`` (pinned in
   ``genkit_py/requirements.txt``, every transitive package included) in a virtualenv
@@ -109,7 +110,7 @@ def node_version() -> tuple[int, ...]:
 
 
 def ensure_js_client() -> Path:
-    """The folder holding ``node_modules/genkit`` and the JS flow scripts; installs once."""
+    """The folder holding ``node_modules/genkit``, the JS flow scripts and server; installs once."""
     version = node_version()
     target = CACHE / "js"
     lock = (JS_SOURCE / "package-lock.json").read_bytes()
@@ -125,12 +126,14 @@ def ensure_js_client() -> Path:
             (target / "package.json").write_bytes(manifest)
             (target / "package-lock.json").write_bytes(lock)
             # no optional packages (the Firebase/Cloud telemetry plugin: 230 MB the client never loads),
-            # no install scripts (none of what remains needs one)
+            # no install scripts (none of what remains needs one); @genkit-ai/core lists
+            # @cfworker/json-schema as optional but its schema module (which the agent server
+            # loads) requires it, so package.json names it directly
             cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
             _run([*cmd, "--loglevel=error"], target, "npm ci (genkit JS client)")
             stamp_file.write_text(stamp)
         # the scripts are copied on every call, so an edit takes effect without a reinstall
-        for script in JS_SOURCE.glob("*.mjs"):
+        for script in [*JS_SOURCE.glob("*.mjs"), *JS_SOURCE.glob("*.cjs")]:
             shutil.copyfile(script, target / script.name)
     return target
 

@@ -108,6 +108,7 @@ await scenario('misuse', async () => ({
   snapshotToClientManaged: await thrown(() =>
     remoteAgent({ url: `${base}/signedBank` }).chat({ snapshotId: 'abc' }).send('hello')
   ),
+  detachToClientManaged: await thrown(() => remoteAgent({ url: `${base}/plainBank` }).chat().detach('later')),
   unknownSnapshot: await thrown(() => bank.chat({ snapshotId: 'no-such-snapshot' }).send('hello')),
 }));
 
