@@ -17,6 +17,7 @@ from typing import Any
 
 from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
 from ._engine.limits import check_id
+from ._engine.ownership import Action, Authorize, visible
 from ._sync import twin
 from .chat import make_init
 from .connection import AgentConnection
@@ -50,6 +51,11 @@ class Agent(BaseAgent):
             notebook forms read schemas from).
         validate_input: Checks an input before anything runs or is claimed;
             raises an `NbAgentsError` to refuse it.
+        authorize: ``(principal, snapshot, action) -> bool``: lets a principal read,
+            message, resume or abort sessions another principal owns (a reviewer
+            answering others' interrupts). Without it only the owner may.
+        tracks_tools: The handler reports when it starts a tool (prompt agents
+            do); a custom handler's turn counts as having acted once it runs.
     """
 
     def __init__(
@@ -62,10 +68,12 @@ class Agent(BaseAgent):
         state_secret: str | bytes | None = None,
         tools: Sequence[Tool] | Mapping[str, Tool] = (),
         validate_input: InputCheck | None = None,
+        authorize: Authorize | None = None,
+        tracks_tools: bool = False,
     ) -> None:
         by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
-        self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input)
+        self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools)
         self.name = name
         self.description = description
 
@@ -143,27 +151,45 @@ class Agent(BaseAgent):
             )
         return self.spec.store
 
+    def _may(self, snap: SessionSnapshot | None, context: dict[str, Any] | None, action: Action) -> bool:
+        return snap is not None and visible(
+            snap, agent=self.name, context=context, action=action, authorize=self.spec.authorize
+        )
+
     async def get_snapshot(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        context: dict[str, Any] | None = None,
     ) -> SessionSnapshot | None:
-        """A snapshot by id, or a session's latest (leaf) snapshot; None if unknown."""
+        """A snapshot by id, or a session's latest (leaf) snapshot; None if unknown.
+
+        With a request `context`, another principal's (or another agent's)
+        snapshot reads as unknown too, unless the agent's ``authorize`` grants it.
+        """
         store = self._require_store("get_snapshot")
         if (snapshot_id is None) == (session_id is None):
             raise InvalidArgumentError("get_snapshot needs exactly one of snapshot_id and session_id")
         check_id(snapshot_id, "snapshot_id")
         check_id(session_id, "session_id")
         if snapshot_id is not None:
-            return await store.get_snapshot(snapshot_id)
-        assert session_id is not None
-        return await store.get_latest(session_id)
+            snap = await store.get_snapshot(snapshot_id)
+        else:
+            assert session_id is not None
+            snap = await store.get_latest(session_id)
+        return snap if self._may(snap, context, "read") else None
 
-    async def abort(self, snapshot_id: str) -> str | None:
+    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status.
 
-        Terminal snapshots are left as they are; an unknown id returns None.
+        Terminal snapshots are left as they are; an unknown id returns None (as
+        does, with a request `context`, a snapshot the caller may not abort).
         """
         store = self._require_store("abort")
         check_id(snapshot_id, "snapshot_id")
+        if context is not None and not self._may(await store.get_snapshot(snapshot_id), context, "abort"):
+            return None
         previous: str | None = None
 
         def mutate(cur: SessionSnapshot | None) -> SessionSnapshot | None:
@@ -181,11 +207,12 @@ class Agent(BaseAgent):
             previous = "expired"
         return previous
 
-    async def pending(self) -> PendingTurns:
+    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
         """The sessions whose latest snapshot waits on interrupts, oldest first.
 
         Read from the store, so it works after a kernel restart with a
-        persistent store (SQLite, file).
+        persistent store (SQLite, file). Only this agent's sessions, and with a
+        request `context` only those the caller may answer.
         """
         store = self._require_store("pending")
         out: list[PendingTurn] = []
@@ -193,15 +220,23 @@ class Agent(BaseAgent):
             snap = await store.get_latest(sid)
             if snap is None or snap.status != "completed" or snap.finish_reason != "interrupted":
                 continue
+            if not self._may(snap, context, "resume"):
+                continue
             msgs = snap.state.messages if snap.state is not None else []
             if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
                 out.append(PendingTurn(self, snap, msgs[-1]))
         out.sort(key=lambda p: p.snapshot.updated_at or "")
         return PendingTurns(out)
 
-    async def audit(self, session_id: str) -> AuditTrail:
-        """Every accepted answer to an interrupt in a session, oldest first."""
-        return AuditTrail(await self._require_store("audit").audit(session_id))
+    async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
+        """Every accepted answer to an interrupt in a session, oldest first.
+
+        With a request `context`, a session the caller may not read has none.
+        """
+        store = self._require_store("audit")
+        if context is not None and not self._may(await store.get_latest(session_id), context, "read"):
+            return AuditTrail([])
+        return AuditTrail(await store.audit(session_id))
 
     pending_sync = twin(pending)
     audit_sync = twin(audit)
@@ -219,6 +254,7 @@ def define_agent(
     max_turns: int = 5,
     description: str = "",
     state_secret: str | bytes | None = None,
+    authorize: Authorize | None = None,
 ) -> Agent:
     """Define a prompt agent: a model, a system prompt and tools.
 
@@ -231,6 +267,7 @@ def define_agent(
         use: Middleware, e.g. ``[ToolApproval(allowed_tools=[...])]``.
         config: Model configuration passed in each request.
         max_turns: The most model calls one turn may make.
+        authorize: Who besides a session's owner may act on it (see `Agent`).
 
     Example:
         >>> from nb_agents.testing import ScriptedModel
@@ -247,6 +284,8 @@ def define_agent(
         state_secret=state_secret,
         tools=handler.tools,
         validate_input=handler.validate_input,
+        authorize=authorize,
+        tracks_tools=True,
     )
 
 
@@ -257,6 +296,7 @@ def define_custom_agent(
     store: SessionStore | None = None,
     description: str = "",
     state_secret: str | bytes | None = None,
+    authorize: Authorize | None = None,
 ) -> Agent:
     """Define an agent from a turn handler.
 
@@ -270,4 +310,6 @@ def define_custom_agent(
         ...     return "counted"
         >>> counter = define_custom_agent("counter", count)
     """
-    return Agent(name, handler, store=store, description=description, state_secret=state_secret)
+    return Agent(
+        name, handler, store=store, description=description, state_secret=state_secret, authorize=authorize
+    )

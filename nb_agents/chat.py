@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from . import _sync
 from ._sync import Signal, twin
-from .errors import AgentError, InvalidArgumentError, strip_status_prefix
+from .errors import AgentError, FailedPreconditionError, InvalidArgumentError, strip_status_prefix
 from .interrupts import AgentInterrupt
 from .responses import AgentChunk, AgentResponse
+from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn
 from .types import (
     AgentInit,
     AgentInput,
@@ -56,9 +56,6 @@ __all__ = [
     "make_init",
 ]
 
-TERMINAL = ("completed", "failed", "aborted", "expired")
-_DONE = object()
-
 
 @runtime_checkable
 class AgentEndpoint(Protocol):
@@ -84,12 +81,16 @@ class AgentEndpoint(Protocol):
         ...
 
     async def get_snapshot(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        context: dict[str, Any] | None = None,
     ) -> SessionSnapshot | None:
         """A snapshot by id, or a session's latest one; None if unknown."""
         ...
 
-    async def abort(self, snapshot_id: str) -> str | None:
+    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending snapshot; returns its previous status."""
         ...
 
@@ -129,77 +130,6 @@ def call_options(config: dict[str, Any] | None, context: dict[str, Any] | None) 
     return CallOptions(config=config, context=context)
 
 
-class AgentTurn:
-    """A streaming turn: iterate it for `AgentChunk` values, await ``response``.
-
-    Example:
-        >>> async def main(chat):                                      # doctest: +SKIP
-        ...     turn = chat.send_stream("hi")
-        ...     async for chunk in turn:
-        ...         print(chunk.text, end="")
-        ...     res = await turn.response
-    """
-
-    def __init__(self, chat: Chat, inp: AgentInput, options: CallOptions) -> None:
-        self._chat = chat
-        self._input = inp
-        self._options = options
-        self._queue: asyncio.Queue[object] | None = None
-        self._task: asyncio.Task[AgentResponse] | None = None
-        self._abort: Signal | None = None
-
-    def _start(self) -> asyncio.Task[AgentResponse]:
-        if self._task is None:
-            self._queue = asyncio.Queue()
-            self._abort = Signal()
-            self._task = asyncio.ensure_future(
-                self._chat._run(self._input, self._options, self._queue, self._abort)
-            )
-        return self._task
-
-    @property
-    def response(self) -> asyncio.Task[AgentResponse]:
-        """Await it for the `AgentResponse` (raises `AgentError` on failure)."""
-        return self._start()
-
-    def abort(self) -> None:
-        """Abort the turn; the response resolves with finish reason ``aborted``."""
-        self._start()
-        assert self._abort is not None
-        self._abort.set()
-
-    def __aiter__(self) -> AsyncIterator[AgentChunk]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[AgentChunk]:
-        self._start()
-        assert self._queue is not None
-        while True:
-            item = await self._queue.get()
-            if item is _DONE:
-                return
-            assert isinstance(item, AgentChunk)
-            yield item
-
-
-class SyncAgentTurn:
-    """The sync twin of `AgentTurn`: ``for chunk in turn``, then ``turn.response``."""
-
-    def __init__(self, turn: AgentTurn) -> None:
-        self._turn = turn
-
-    def __iter__(self) -> Iterator[AgentChunk]:
-        return _sync.iterate(aiter(self._turn))
-
-    @property
-    def response(self) -> AgentResponse:
-        return _sync.run(self._turn.response)
-
-    def abort(self) -> None:
-        # the turn lives on the private loop: start it (if need be) and abort it there
-        _sync.portal_loop().call_soon_threadsafe(self._turn.abort)
-
-
 class Chat:
     """A conversation with an agent (local or remote) that tracks its session.
 
@@ -229,6 +159,7 @@ class Chat:
         self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
         self.last: AgentResponse | None = None
         self._abort_current: Signal | None = None  # the turn in flight, for abort()
+        self._last_resume: ToolResume | None = None  # what `retry` sends again
 
     @property
     def state(self) -> SessionState | None:
@@ -274,7 +205,7 @@ class Chat:
         finally:
             self._abort_current = None
             if queue is not None:
-                await queue.put(_DONE)
+                await queue.put(DONE)
         if tools_ran and out.state is None and out._history is None and out.snapshot_id:
             out._history = await self._stored_history(out)
         return self._absorb(inp, out, custom)
@@ -357,12 +288,14 @@ class Chat:
         restart: Sequence[Part] = (),
         metadata: Any = None,
         *,
+        retry: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> AgentTurn:
-        """Answer the paused turn and stream the continuation."""
-        resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
-        return AgentTurn(self, AgentInput(resume=resume), call_options(config, context))
+        """Answer the paused turn and stream the continuation (see `resume`)."""
+        return AgentTurn(
+            self, self._resume_input(respond, restart, metadata, retry), call_options(config, context)
+        )
 
     async def resume(
         self,
@@ -370,13 +303,36 @@ class Chat:
         restart: Sequence[Part] = (),
         metadata: Any = None,
         *,
+        retry: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> AgentResponse:
         """Answer the paused turn: `respond` parts supply outputs, `restart`
-        parts re-run tools. Both lists may be used at once."""
+        parts re-run tools. Both lists may be used at once.
+
+        An answer takes effect once: sent again, it returns the first outcome,
+        also when that attempt failed or was aborted after its tools started.
+        ``retry=True`` (with the same answer) runs one more attempt instead; tools
+        see the same ``ctx.idempotency_key`` in every attempt. `retry` is the short way.
+        """
+        inp = self._resume_input(respond, restart, metadata, retry)
+        return await self._run(inp, call_options(config, context), None, Signal())
+
+    async def retry(
+        self, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
+    ) -> AgentResponse:
+        """Run the last answer once more, after its attempt failed or was aborted (an audited new attempt)."""
+        if self._last_resume is None:
+            raise FailedPreconditionError("this chat has sent no answer to retry; use resume() first")
+        inp = AgentInput(resume=self._last_resume, retry=True)
+        return await self._run(inp, call_options(config, context), None, Signal())
+
+    def _resume_input(
+        self, respond: Sequence[Part], restart: Sequence[Part], metadata: Any, retry: bool
+    ) -> AgentInput:
         resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
-        return await self._run(AgentInput(resume=resume), call_options(config, context), None, Signal())
+        self._last_resume = resume
+        return AgentInput(resume=resume, retry=True) if retry else AgentInput(resume=resume)
 
     async def detach(
         self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
@@ -399,6 +355,7 @@ class Chat:
     # -- sync twins ------------------------------------------------------------------
     send_sync = twin(send)
     resume_sync = twin(resume)
+    retry_sync = twin(retry)
     detach_sync = twin(detach)
     abort_sync = twin(abort)
 
@@ -414,37 +371,10 @@ class Chat:
         restart: Sequence[Part] = (),
         metadata: Any = None,
         *,
+        retry: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> SyncAgentTurn:
         """The sync twin of `resume_stream`."""
-        return SyncAgentTurn(self.resume_stream(respond, restart, metadata, config=config, context=context))
-
-
-class DetachedTask:
-    """A turn running in the background; poll it or wait for it."""
-
-    def __init__(self, agent: AgentEndpoint, snapshot_id: str) -> None:
-        self.agent = agent
-        self.snapshot_id = snapshot_id
-
-    async def poll(self) -> SessionSnapshot | None:
-        """The snapshot as it is now."""
-        return await self.agent.get_snapshot(self.snapshot_id)
-
-    async def wait(self, *, interval: float = 0.5, timeout: float | None = None) -> SessionSnapshot:
-        """Poll until the snapshot is terminal (completed, failed, aborted, expired)."""
-        async with asyncio.timeout(timeout):
-            while True:
-                snap = await self.poll()
-                if snap is not None and snap.status in TERMINAL:
-                    return snap
-                await asyncio.sleep(interval)
-
-    async def abort(self) -> str | None:
-        """Abort the background turn; returns the previous status."""
-        return await self.agent.abort(self.snapshot_id)
-
-    poll_sync = twin(poll)
-    wait_sync = twin(wait)
-    abort_sync = twin(abort)
+        turn = self.resume_stream(respond, restart, metadata, retry=retry, config=config, context=context)
+        return SyncAgentTurn(turn)

@@ -42,12 +42,16 @@ class BaseAgent:
         raise NotImplementedError
 
     async def get_snapshot(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        context: dict[str, Any] | None = None,
     ) -> SessionSnapshot | None:
         """A snapshot by id, or a session's latest (leaf) snapshot; None if unknown."""
         raise NotImplementedError
 
-    async def abort(self, snapshot_id: str) -> str | None:
+    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status."""
         raise NotImplementedError
 

@@ -8,6 +8,7 @@ Every error nb_agents raises derives from one root and carries a Genkit status
     │   └── RequestError             an HTTP request refused before it reached an agent
     │                                (too big, not JSON, wrong shape); carries its HTTP code
     ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state, "already resumed"
+    │   └── StaleClaimError          a turn's claim was taken over: its write is refused
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
     ├── UnauthenticatedError         UNAUTHENTICATED: no or bad credentials
     ├── PermissionDeniedError        PERMISSION_DENIED: not allowed; a forged state blob
@@ -65,6 +66,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "RequestError",
+    "StaleClaimError",
     "ResourceExhaustedError",
     "UnauthenticatedError",
     "UnavailableError",
@@ -136,6 +138,13 @@ class FailedPreconditionError(NbAgentsError):
     """A valid request sent at the wrong time or to the wrong kind of agent."""
 
     status = "FAILED_PRECONDITION"
+
+
+class StaleClaimError(FailedPreconditionError):
+    """A claimed turn tried to write after its claim was replaced (a takeover, a retry).
+
+    Its result is dropped: another attempt at the same answer owns the outcome.
+    """
 
 
 class NotFoundError(NbAgentsError):

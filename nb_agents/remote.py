@@ -155,12 +155,7 @@ class RemoteAgent(BaseAgent):
         ``options.config`` travels as the body's ``config`` field (nb_agents servers
         lay it over the agent's model config; Genkit servers ignore it).
         """
-        if options.context is not None:
-            raise InvalidArgumentError(
-                "context= cannot be sent to a remote agent: its server derives the request context "
-                "from the request itself (its context_provider). Send credentials with "
-                "remote_agent(url, headers=...)."
-            )
+        _no_context(options.context)
         body: dict[str, Any] = {"data": input.to_wire(), "init": init.to_wire()}
         if options.config is not None:
             body["config"] = options.config
@@ -219,9 +214,14 @@ class RemoteAgent(BaseAgent):
 
     # -- companions -------------------------------------------------------------------
     async def get_snapshot(
-        self, snapshot_id: str | None = None, *, session_id: str | None = None
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        context: dict[str, Any] | None = None,
     ) -> SessionSnapshot | None:
         """A snapshot by id, or a session's latest one; None if the server has none."""
+        _no_context(context)
         if (snapshot_id is None) == (session_id is None):
             raise InvalidArgumentError("get_snapshot needs exactly one of snapshot_id and session_id")
         lookup = {"snapshotId": snapshot_id} if snapshot_id is not None else {"sessionId": session_id}
@@ -234,8 +234,9 @@ class RemoteAgent(BaseAgent):
         snap = SessionSnapshot.model_validate(result)
         return snap.model_copy(update={"error": local_error(snap.error)}) if snap.error else snap
 
-    async def abort(self, snapshot_id: str) -> str | None:
+    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; its previous status, None if unknown."""
+        _no_context(context)
         result = await self._call(self.abort_url, {"snapshotId": snapshot_id})
         status = result.get("status") if isinstance(result, dict) else None
         return status if isinstance(status, str) else None
@@ -369,3 +370,12 @@ def http_error(code: int, body: bytes, url: str) -> NbAgentsError:
 
 def _unreachable(url: str, exc: httpx.TransportError) -> NbAgentsError:
     return UnavailableError(f"could not talk to the agent at {url}: {exc!r}")
+
+
+def _no_context(context: Any) -> None:
+    if context is not None:
+        raise InvalidArgumentError(
+            "context= cannot be sent to a remote agent: its server derives the request context "
+            "from the request itself (its context_provider). Send credentials with "
+            "remote_agent(url, headers=...)."
+        )

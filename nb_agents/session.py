@@ -135,6 +135,9 @@ class TurnContext:
         parent_snapshot_id: The snapshot this turn continues from.
         turn_index: 0 for the first turn of the invocation, then 1, 2, ...
         context: The request context (``{"auth": {...}}``), or {} when none was given.
+        idempotency_base: What a tool call's idempotency key is derived from: the
+            same for every attempt at one answer (takeovers and retries).
+        tools_started: Set when the turn started a tool (a side effect may have happened).
         config: This call's model settings (``chat.send(..., config=)``), or None.
         finish_reason: Set it to end the turn with another reason than ``stop``.
     """
@@ -159,6 +162,10 @@ class TurnContext:
         self.context: dict[str, Any] = options.context or {}
         self.config = options.config
         self.finish_reason: FinishReason = "stop"
+        # what the engine needs to know of the turn's side effects (set by the tool rounds)
+        self.idempotency_base = snapshot_id or ""
+        self.tools_started = False
+        self.tool_runs: list[dict[str, Any]] = []
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

@@ -61,6 +61,9 @@ class ToolContext:
         metadata: The request part's metadata.
         session: The turn's `Session` (messages, custom state, artifacts).
         context: The request context (``{"auth": {"uid": ...}}``), {} when none was given.
+        idempotency_key: Stable for this call of this answer: the same when the
+            call runs again after a takeover or an explicit retry. Pass it to a
+            downstream API that deduplicates (a payment's idempotency key).
     """
 
     def __init__(
@@ -73,8 +76,10 @@ class ToolContext:
         metadata: dict[str, Any] | None = None,
         session: Any = None,
         context: dict[str, Any] | None = None,
+        idempotency_key: str = "",
     ) -> None:
         self.name = name
+        self.idempotency_key = idempotency_key
         self.ref = ref
         self.resumed = resumed
         self.original_input = original_input

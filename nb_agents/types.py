@@ -249,6 +249,8 @@ class AgentInput(WireModel):
     message: Message | None = None
     resume: ToolResume | None = None
     detach: bool | None = None
+    # nb_agents extension: run the same answer once more after its attempt failed or was aborted
+    retry: bool | None = None
 
 
 class AgentInit(WireModel):
@@ -326,6 +328,7 @@ class SessionSnapshot(WireModel):
     # client refuses unknown snapshot fields): whose session this is
     agent: str | None = None
     owner: str | None = None
+    tool_runs: list[dict[str, Any]] | None = None  # what a failed or aborted attempt's tools did
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return bundle(self)

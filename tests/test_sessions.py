@@ -244,38 +244,85 @@ async def test_a_claim_whose_turn_died_is_taken_over(store: nba.SessionStore) ->
 
 
 async def test_a_resume_in_flight_shows_as_pending_and_can_be_aborted(store: nba.SessionStore) -> None:
+    """Aborted after its tool started: the answer took effect, so it stays answered (issue 11)."""
     started = asyncio.Event()
+    runs: list[str] = []
 
     @nba.tool(name="wait")
     async def wait(ctx: nba.ToolContext) -> str:
         if not ctx.resumed:
             ctx.interrupt()
+        runs.append(ctx.idempotency_key)
         started.set()
-        await asyncio.sleep(30)
-        return "never"
+        await asyncio.sleep(30 if len(runs) == 1 else 0)
+        return "done"
 
     model = ScriptedModel([tool_call_response(("wait", "w1", {})), text_response("ok")])
     agent = nba.define_agent("waiter", model=model, tools=[wait], store=store)
     out = await agent.run_text("go")
     part = nba.AgentInterrupt(out.interrupts()[0]).restart(resumed=True)
-    running = asyncio.ensure_future(
-        agent.run(nba.AgentInput(resume=nba.ToolResume(restart=[part])), snapshot_id=out.snapshot_id)
-    )
+    answer = nba.AgentInput(resume=nba.ToolResume(restart=[part]))
+    running = asyncio.ensure_future(agent.run(answer, snapshot_id=out.snapshot_id))
     await asyncio.wait_for(started.wait(), 5)
     leaf = await agent.get_snapshot(session_id=out.session_id)
     assert leaf is not None and leaf.status == "pending" and leaf.parent_id == out.snapshot_id
     assert await agent.abort(leaf.snapshot_id) == "pending"
     res = await asyncio.wait_for(running, 5)
     assert res.finish_reason == "aborted"
-    assert await agent.audit(out.session_id) == []  # nothing was answered in the end  # type: ignore[arg-type]
-    # the interrupt is answerable again
-    again = await agent.run(
-        nba.AgentInput(
-            resume=nba.ToolResume(respond=[nba.AgentInterrupt(out.interrupts()[0]).respond("skip")])
-        ),
-        snapshot_id=out.snapshot_id,
+    # the answer was acted on: audited, and the aborted attempt records what its tool did
+    assert [r.kind for r in await agent.audit(out.session_id)] == ["restart"]  # type: ignore[arg-type]
+    aborted = await agent.get_snapshot(leaf.snapshot_id)
+    assert aborted is not None and aborted.status == "aborted"
+    # the same answer again: the recorded outcome, no second run; another answer: refused
+    again = await agent.run(answer, snapshot_id=out.snapshot_id)
+    assert again.finish_reason == "aborted" and len(runs) == 1
+    other = nba.AgentInput(
+        resume=nba.ToolResume(respond=[nba.AgentInterrupt(out.interrupts()[0]).respond("x")])
     )
-    assert again.finish_reason == "stop", again.error
+    refused = await agent.run(other, snapshot_id=out.snapshot_id)
+    assert refused.finish_reason == "failed" and "already resumed" in refused.error.message  # type: ignore[union-attr]
+    # an explicit retry runs one more attempt, with the same idempotency key
+    retry = nba.AgentInput(resume=answer.resume, retry=True)
+    done = await agent.run(retry, snapshot_id=out.snapshot_id)
+    assert done.finish_reason == "stop", done.error
+    assert len(runs) == 2 and runs[0] == runs[1]
+
+
+async def test_a_resume_aborted_before_any_tool_started_leaves_the_interrupt_answerable(
+    store: nba.SessionStore,
+) -> None:
+    thinking = asyncio.Event()
+
+    async def slow(req: nba.GenerateRequest) -> Any:
+        if req.messages[-1].role == "tool":
+            thinking.set()
+            await asyncio.sleep(30)
+        return {
+            "message": {
+                "role": "model",
+                "content": [{"toolRequest": {"name": "ask", "ref": "a1", "input": {}}}],
+            }
+        }
+
+    ask = nba.define_interrupt(name="ask", description="a question")
+    agent = nba.define_agent("asker", model=FunctionModel(slow), tools=[ask], store=store)
+    out = await agent.run_text("go")
+    answer = nba.AgentInput(
+        resume=nba.ToolResume(respond=[nba.AgentInterrupt(out.interrupts()[0]).respond({"a": 1})])
+    )
+    running = asyncio.ensure_future(agent.run(answer, snapshot_id=out.snapshot_id))
+    await asyncio.wait_for(thinking.wait(), 5)  # the model thinks; no tool ran (a respond runs none)
+    leaf = await agent.get_snapshot(session_id=out.session_id)
+    assert leaf is not None and await agent.abort(leaf.snapshot_id) == "pending"
+    assert (await asyncio.wait_for(running, 5)).finish_reason == "aborted"
+    assert await agent.audit(out.session_id) == []  # type: ignore[arg-type]  # nothing took effect
+    other = nba.AgentInput(
+        resume=nba.ToolResume(respond=[nba.AgentInterrupt(out.interrupts()[0]).respond({"a": 2})])
+    )
+    again = asyncio.ensure_future(agent.run(other, snapshot_id=out.snapshot_id))  # answerable again
+    await asyncio.sleep(0.2)
+    assert not again.done() or again.result().finish_reason != "failed"
+    again.cancel()
 
 
 def test_two_threads_resume_the_same_interrupt_once(store: nba.SessionStore) -> None:

@@ -1,22 +1,63 @@
-"""Exactly-once resume: who gets to answer a paused snapshot.
+"""Exactly-once resume: who gets to answer a paused snapshot, and under which generation.
 
 The first answer claims the snapshot with the store's compare-and-swap and
-runs the turn. The same answer sent again waits for that turn and gets its
-result; a different answer is turned away. A claim whose turn died (its
-pending row expired, or never appeared) is released and claimed anew, so a
-crash cannot lock an interrupt forever.
+runs the turn as an `Attempt` (the claim's generation fences every write it
+makes). The same answer sent again waits for that attempt and gets its
+recorded outcome, whether it completed, failed or was aborted; a different
+answer is turned away. Two things replace a claim, each bumping its
+generation so that a worker still holding the old one can no longer write:
+
+* a *takeover*: the attempt's worker died or stalled (its pending row expired,
+  or never appeared); the next identical answer runs it again;
+* an explicit *retry* (``AgentInput.retry``): the attempt failed or was
+  aborted after its tools started, and the caller asks for one more attempt
+  with the same answer.
+
+A claim whose attempt never started a tool is released instead (the answer
+was never acted on), so the interrupt can be answered again, differently too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from dataclasses import dataclass
 
-from ..stores.base import ResumeClaim, SessionStore
+from ..errors import FailedPreconditionError, NbAgentsError
+from ..stores.base import Fence, ResumeClaim, SessionStore
 from ..types import SessionSnapshot
 
-__all__ = ["claim_resume"]
+__all__ = ["Attempt", "Lost", "claim_resume"]
 
 TERMINAL = ("completed", "failed", "aborted")
+RETRYABLE = ("failed", "aborted")
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The claim a resume turn runs under."""
+
+    parent_id: str
+    child_id: str
+    digest: str
+    generation: int
+
+    @property
+    def fence(self) -> Fence:
+        """What every write of this attempt checks: the claim is still this one."""
+        return Fence(self.parent_id, self.child_id, self.generation)
+
+    @property
+    def idempotency_base(self) -> str:
+        """The same for every attempt at this answer (takeovers and retries included)."""
+        return hashlib.sha256(f"{self.parent_id}\n{self.digest}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """The claim went to another attempt: why this one may not run."""
+
+    error: NbAgentsError
 
 
 async def claim_resume(
@@ -26,28 +67,57 @@ async def claim_resume(
     child_id: str,
     *,
     timeout: float,
-    pending: SessionSnapshot | None = None,
-) -> SessionSnapshot | ResumeClaim | None:
+    pending: SessionSnapshot,
+    retry: bool = False,
+) -> Attempt | SessionSnapshot | Lost:
     """Claim the resume of `parent_id` for the turn `child_id`.
 
-    Returns None when this call won (and then `pending`, if given, is the
+    Returns the `Attempt` to run when this call won (then `pending` is the
     child's row, written in the claim's transaction); the finished snapshot of
-    the earlier turn when it ran the same answer (`digest`); the winning
-    `ResumeClaim` when that turn was given a different answer.
+    the attempt that ran the same answer (its outcome, to replay); or `Lost`.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         claim = await store.claim_resume(parent_id, digest, child_id, pending=pending)
         if claim is None:
-            return None
-        snap = await store.get_snapshot(claim.child_id)
-        expired = snap is not None and snap.status == "expired"
-        if expired or (snap is None and loop.time() > deadline):
-            await store.release_claim(parent_id, claim.child_id)
-            continue
+            return Attempt(parent_id, child_id, digest, 1)
         if claim.digest != digest:
-            return claim
+            return Lost(_already(parent_id, claim))
+        snap = await store.get_snapshot(claim.child_id)
+        stale = (snap is not None and snap.status == "expired") or (snap is None and loop.time() > deadline)
+        if stale or (retry and snap is not None and snap.status in RETRYABLE):
+            won = await _replace(store, parent_id, claim, digest, child_id, pending)
+            if won is not None:
+                return won
+            continue  # someone else replaced it first: look again
+        if retry and snap is not None and snap.status == "completed":
+            return Lost(
+                FailedPreconditionError(
+                    f"Snapshot {parent_id} was already resumed and that turn completed "
+                    f"(snapshot {claim.child_id}); there is nothing to retry."
+                )
+            )
         if snap is not None and snap.status in TERMINAL:
             return snap
         await asyncio.sleep(store.poll_interval)
+
+
+async def _replace(
+    store: SessionStore,
+    parent_id: str,
+    claim: ResumeClaim,
+    digest: str,
+    child_id: str,
+    pending: SessionSnapshot,
+) -> Attempt | None:
+    if await store.replace_claim(parent_id, claim, digest, child_id, pending=pending) is None:
+        return Attempt(parent_id, child_id, digest, claim.generation + 1)
+    return None
+
+
+def _already(parent_id: str, claim: ResumeClaim) -> NbAgentsError:
+    return FailedPreconditionError(
+        f"Snapshot {parent_id} was already resumed with another answer (by snapshot {claim.child_id}); "
+        f"continue from snapshot {claim.child_id} instead of answering again."
+    )

@@ -10,7 +10,6 @@ started here are kept referenced until they finish.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -53,12 +52,16 @@ def pending_row(
 async def keep_alive(
     store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
 ) -> None:
-    """Refresh the pending row's heartbeat until it is settled; call `on_abort` if it is aborted."""
-    poll = store.poll_interval
+    """Refresh the pending row's heartbeat until it is settled; call `on_abort` if it is aborted.
+
+    Between reads it waits for the store to say the row may have changed
+    (``wait_changed``, e.g. PostgreSQL's NOTIFY), at most a poll interval; a
+    store without that hook is polled.
+    """
+    interval = getattr(store, "heartbeat_interval", HEARTBEAT_INTERVAL).total_seconds()
     loop = asyncio.get_running_loop()
-    next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
-    with contextlib.suppress(asyncio.TimeoutError):  # the row was just written: no need to read it yet
-        await asyncio.wait_for(done.wait(), poll)
+    next_beat = loop.time() + interval
+    await _pause(store, snapshot_id, done, store.poll_interval)  # the row was just written
     while not done.is_set():
         snap = await store.get_snapshot(snapshot_id)
         if snap is None or snap.status not in ("pending", "expired"):
@@ -66,10 +69,25 @@ async def keep_alive(
                 on_abort()
             return
         if loop.time() >= next_beat:
-            next_beat = loop.time() + HEARTBEAT_INTERVAL.total_seconds()
+            next_beat = loop.time() + interval
             await store.save_snapshot(snapshot_id, _beat)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(done.wait(), poll)
+        await _pause(store, snapshot_id, done, max(0.0, next_beat - loop.time()))
+
+
+async def _pause(store: SessionStore, snapshot_id: str, done: asyncio.Event, longest: float) -> None:
+    """Until the turn is done, the row may have changed, or `longest` seconds passed."""
+    wait_changed = getattr(store, "wait_changed", None)
+    ended = asyncio.ensure_future(done.wait())
+    changed = asyncio.ensure_future(
+        wait_changed(snapshot_id, longest)
+        if wait_changed is not None
+        else asyncio.sleep(min(longest, store.poll_interval))
+    )
+    try:
+        await asyncio.wait({ended, changed}, timeout=longest + 1, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (ended, changed):
+            task.cancel()
 
 
 def _beat(cur: SessionSnapshot | None) -> SessionSnapshot | None:

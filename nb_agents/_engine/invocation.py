@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._sync import Signal
-from ..errors import FailedPreconditionError, NbAgentsError
+from ..errors import FailedPreconditionError, InternalError, NbAgentsError, StaleClaimError
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
-from ..stores.base import AuditRecord, SessionStore, audit_records, now_iso
+from ..stores.base import AuditRecord, SessionStore, audit_records
 from ..types import (
     AgentErrorInfo,
     AgentInit,
@@ -32,11 +32,12 @@ from ..types import (
     TurnEnd,
     error_info,
 )
-from .exactly_once import claim_resume
+from .exactly_once import Attempt, claim_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
 from .loading import PreTurnFailureError, load_session
-from .ownership import Action
+from .ownership import Action, principal_of
+from .records import RowFields, write_final
 from .resume import resume_digest
 from .spec import AgentSpec
 
@@ -83,6 +84,8 @@ class Invocation:
         self.session: Session | None = None
         self.parent_id: str | None = None
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
+        self._attempt: Attempt | None = None  # the claim the current resume runs under
+        self._ctx: TurnContext | None = None  # the current turn's context
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -239,12 +242,13 @@ class Invocation:
                 validate(inp, session)
             except NbAgentsError as exc:
                 return self._output("failed", message=session.last_model(), error=error_info(exc))
+        self._attempt = None
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
             # the claimed turn is visible (its pending row is written with the claim, and
             # heartbeats) while it runs: if this process dies, the row expires and a later
             # answer can take the claim over
-            lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id)
+            lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id, bool(inp.retry))
             if lost is not None:
                 return lost
             await self._start_pending(snapshot_id, parent_id, written=True)
@@ -261,6 +265,11 @@ class Invocation:
             turn_index=turn_index,
             options=self.options,
         )
+        if self._attempt is not None:
+            ctx.idempotency_base = self._attempt.idempotency_base
+        # a handler that does not report its tools may have acted as soon as it runs
+        ctx.tools_started = not self.spec.tracks_tools
+        self._ctx = ctx
         if inp.detach or self._detach_requested.is_set():
             # the pending row exists before the turn starts, and nothing it emits is streamed
             await self._go_detached(snapshot_id, parent_id)
@@ -278,7 +287,11 @@ class Invocation:
         if store is not None:
             assert snapshot_id is not None
             audit = self._audit_records(inp, parent_id, snapshot_id)
-            await self._write_final(snapshot_id, parent_id, "completed", finish, session.state(), None, audit)
+            written = await self._write_final(
+                snapshot_id, parent_id, "completed", finish, session.state(), None, audit
+            )
+            if written != "written":
+                return self._unrecorded(written, snapshot_id)
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
@@ -325,14 +338,18 @@ class Invocation:
     ) -> AgentOutput:
         session = self.session
         assert session is not None
-        if self.detached and self.store is not None and snapshot_id is not None:
-            # the aborted row gets the last good state, so it can be resumed
-            await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
-        if inp.resume is not None and self.store is not None and parent_id and snapshot_id:
-            await self.store.release_claim(parent_id, snapshot_id)
-            if not self.detached:
-                # a foreground abort writes nothing: drop the claimed turn's pending row
-                await self._write_final(snapshot_id, parent_id, "aborted", "aborted", session.state(), None)
+        attempt = self._attempt
+        acted = self._ctx is not None and self._ctx.tools_started
+        if self.store is not None and snapshot_id is not None and (self.detached or attempt is not None):
+            # the aborted row keeps the last good state (so it can be resumed) and, for an answer,
+            # what its tools did: a re-sent answer is told, and only an explicit retry runs them again
+            audit = self._audit_records(inp, parent_id, snapshot_id) if acted else []
+            await self._write_final(
+                snapshot_id, parent_id, "aborted", "aborted", session.state(), None, audit
+            )
+        if attempt is not None and self.store is not None and not acted:
+            # no tool started: the answer was never acted on, so the interrupt is answerable again
+            await self.store.release_claim(attempt.parent_id, attempt.child_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
         return self._output("aborted", message=session.last_model(), state=before)
 
@@ -346,7 +363,11 @@ class Invocation:
         err = error_info(exc)
         if self.store is not None and snapshot_id is not None:
             audit = self._audit_records(self._current_input, parent_id, snapshot_id)
-            await self._write_final(snapshot_id, parent_id, "failed", "failed", session.state(), err, audit)
+            written = await self._write_final(
+                snapshot_id, parent_id, "failed", "failed", session.state(), err, audit
+            )
+            if written == "stale":
+                return self._unrecorded(written, snapshot_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
         return self._output("failed", message=session.last_model(), state=before, error=err)
 
@@ -359,65 +380,76 @@ class Invocation:
         state: SessionState,
         error: AgentErrorInfo | None,
         audit: Sequence[AuditRecord] = (),
-    ) -> None:
-        """Write the turn's row (and `audit`, the answers it ran on, in the same transaction)."""
+    ) -> str:
+        """Write the turn's row (and `audit`, the answers it ran on, in the same transaction).
+
+        Returns what `records.write_final` says: written, stale (fenced out), failed.
+        """
         assert self.store is not None and self.session is not None
-        session_id = self.session.session_id
+        fields: RowFields = {
+            "session_id": self.session.session_id,
+            "parent_id": parent_id,
+            "agent": self.spec.name,
+            "owner": self.owner,
+        }
+        runs = self._ctx.tool_runs if self._ctx is not None else []
+        if status != "completed" and runs:
+            fields["tool_runs"] = list(runs)
+        attempt = self._attempt
+        return await write_final(
+            self.store,
+            snapshot_id,
+            fields,
+            status=status,
+            finish=finish,
+            state=state,
+            error=error,
+            audit=audit,
+            fence=attempt.fence if attempt is not None and attempt.child_id == snapshot_id else None,
+        )
 
-        def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
-            now = now_iso()
-            if cur is not None and cur.status in ("aborted", "aborting"):
-                # abort wins the race; the row keeps the last good state
-                return cur.model_copy(update={"status": "aborted", "state": state, "updated_at": now})
-            return SessionSnapshot(
-                snapshot_id=snapshot_id,
-                session_id=session_id,
-                parent_id=parent_id,
-                created_at=cur.created_at if cur is not None and cur.created_at else now,
-                updated_at=now,
-                status=status,  # type: ignore[arg-type]
-                finish_reason=finish,
-                error=error,
-                state=state,
-                agent=self.spec.name,
-                owner=self.owner,
+    def _unrecorded(self, written: str, snapshot_id: str) -> AgentOutput:
+        """The output of a turn whose final row did not go in as it was."""
+        assert self.session is not None
+        if written == "stale":
+            err: NbAgentsError = StaleClaimError(
+                f"Turn {snapshot_id} ran, but another worker took its claim over meanwhile; its result "
+                "was dropped. Read the session to see the outcome that was recorded."
             )
-
-        if audit:
-            await self.store.save_snapshot(snapshot_id, mutate, audit=audit)
-        else:  # a turn that answered nothing works with stores written before `audit=` too
-            await self.store.save_snapshot(snapshot_id, mutate)
+        else:
+            err = InternalError(
+                f"Turn {snapshot_id} ran but its result could not be stored; it is recorded as failed."
+            )
+        return self._output("failed", message=self.session.last_model(), error=error_info(err))
 
     def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:
         if inp is None or inp.resume is None or parent_id is None or self.session is None:
             return []
-        return audit_records(inp.resume, self.session.session_id, parent_id, child)
+        principal = principal_of(self.options.context)
+        return audit_records(inp.resume, self.session.session_id, parent_id, child, principal=principal)
 
-    async def _claim(self, parent_id: str, digest: str, child_id: str) -> AgentOutput | None:
+    async def _claim(self, parent_id: str, digest: str, child_id: str, retry: bool) -> AgentOutput | None:
         """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its output."""
         assert self.store is not None and self.session is not None
         pending = pending_row(
             child_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
         )
         outcome = await claim_resume(
-            self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending
+            self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending, retry=retry
         )
-        if outcome is None:
+        if isinstance(outcome, Attempt):
+            self._attempt = outcome
             return None
         if isinstance(outcome, SessionSnapshot):
             return await self._replay(outcome)
-        err = FailedPreconditionError(
-            f"Snapshot {parent_id} was already resumed (by snapshot {outcome.child_id}); "
-            f"continue from snapshot {outcome.child_id} instead of answering again."
-        )
-        return self._output("failed", message=self.session.last_model(), error=error_info(err))
+        return self._output("failed", message=self.session.last_model(), error=error_info(outcome.error))
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
         """The result of a resume that already ran (the same answer sent again)."""
         child_id = snap.snapshot_id
         state = snap.state or SessionState()
         message = last_model(state.messages)
-        finish: FinishReason = snap.finish_reason or "stop"
+        finish: FinishReason = "aborted" if snap.status == "aborted" else snap.finish_reason or "stop"
         if snap.status == "completed":
             self.parent_id = child_id
             if self.session is not None:

@@ -38,6 +38,8 @@ class AgentSpec:
         tools: The handler's tools by name (what a resume may restart).
         validate_input: The handler's check of an input, run before any claim.
         authorize: The policy that lets a principal act on sessions others own.
+        tracks_tools: The handler reports when it starts a tool (`TurnContext.tools_started`);
+            otherwise a turn counts as having acted as soon as its handler runs.
     """
 
     name: str
@@ -47,3 +49,4 @@ class AgentSpec:
     tools: Mapping[str, Tool] = field(default_factory=dict)
     validate_input: InputCheck | None = None
     authorize: Authorize | None = None
+    tracks_tools: bool = False

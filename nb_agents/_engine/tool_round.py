@@ -13,6 +13,7 @@ back, as Genkit builds them.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class ToolRunner:
         tr = part.tool_request
         assert tr is not None
         meta = part.metadata or {}
+        key = f"{turn.idempotency_base}\n{tr.name}\n{tr.ref or ''}"
         tctx = ToolContext(
             name=tr.name,
             ref=tr.ref,
@@ -75,20 +77,27 @@ class ToolRunner:
             metadata=meta,
             session=turn.session,
             context=turn.context,
+            idempotency_key=hashlib.sha256(key.encode()).hexdigest()[:32],
         )
         call = self._calls.get(tr.name)
         try:
             if call is None:
                 available = ", ".join(self.tools) or "none"
                 raise ToolFail(f"Tool '{tr.name}' is not available (available tools: {available}).")
-            return Done(await call(tr.input, tctx))
+            turn.tools_started = True  # from here a side effect may happen: the claim is kept
+            output = await call(tr.input, tctx)
+            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
+            return Done(output)
         except Interrupt as sig:
             return Paused(sig.data)
         except ToolFail as fail:
+            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
             return Done({"error": fail.message})
         except NbAgentsError:
+            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
             raise
         except Exception as exc:
+            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
             kind = type(exc).__name__
             raise InternalError(
                 f"Tool '{tr.name}' failed: {kind}: {exc}",

@@ -19,5 +19,6 @@ Example:
 """
 
 from .app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_PARTS, create_app
+from .auth import ContextProvider, api_key
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_PARTS", "ContextProvider", "api_key", "create_app"]

@@ -22,11 +22,13 @@ request is bounded before it reaches an agent (`nb_agents.server.request`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware as StarletteMiddleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -35,6 +37,7 @@ from starlette.types import ASGIApp
 from ..agent import Agent
 from ..errors import NbAgentsError, NotFoundError, RequestError
 from ..types import AgentInit, AgentInput, CallOptions
+from .auth import ContextProvider, resolve_context
 from .errors import error_response, outgoing
 from .request import call_config, check_turn_values, count_parts, parse_envelope, read_body, validate
 from .turn import DEFAULT_WRITE_TIMEOUT, TurnResponse
@@ -69,7 +72,7 @@ DEFAULT_CALL_CONFIG_KEYS = frozenset(
 )
 """The model settings a client may set per call by default: Genkit's common generation keys."""
 _COMPANION_KEYS = ("data", "init")
-_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner")
+_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 
@@ -83,6 +86,8 @@ def create_app(
     call_config_keys: Collection[str] | None = DEFAULT_CALL_CONFIG_KEYS,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    context_provider: ContextProvider | None = None,
+    cors_origins: Sequence[str] = (),
     debug: bool = False,
 ) -> Starlette:
     """An ASGI app serving `agents` with Genkit's agent HTTP protocol.
@@ -103,6 +108,13 @@ def create_app(
         body_timeout: Seconds a request body may take to arrive (408 beyond).
         write_timeout: Seconds a write to a streaming client may wait; one that
             stops reading for longer is dropped as if it had disconnected.
+        context_provider: Who is calling: a function of the request returning
+            the request context (``{"auth": {"uid": ...}}``), sync or async, or
+            raising `UnauthenticatedError` (401) / `PermissionDeniedError`
+            (403); e.g. `nb_agents.server.api_key`. A session belongs to the
+            principal that created it: other principals get NOT_FOUND.
+        cors_origins: Origins whose pages may call the agents (CORS, with
+            preflights), e.g. ``["https://app.example"]``; none by default.
         debug: Send tracebacks of failed turns and server errors to clients.
             Leave it off for anything reachable by others.
 
@@ -133,6 +145,15 @@ def create_app(
     def guarded(fn: Endpoint) -> Endpoint:
         async def endpoint(request: Request) -> ASGIApp:
             try:
+                kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if kind != "application/json":
+                    # a page on any site can POST text/plain without a preflight: refuse it unread
+                    raise RequestError(
+                        f"this endpoint takes a JSON body; send Content-Type: application/json "
+                        f"(got {kind or 'none'})",
+                        http_code=415,
+                    )
+                request.state.nba_context = await resolve_context(context_provider, request)
                 return await fn(request)
             except NbAgentsError as exc:
                 return error_response(exc, debug=debug)
@@ -175,8 +196,20 @@ def create_app(
         if agent.store is not None:
             routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
             routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
+    middleware = []
+    if cors_origins:
+        middleware.append(
+            StarletteMiddleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "accept"],
+                max_age=600,
+            )
+        )
     app = Starlette(
         routes=routes,
+        middleware=middleware,
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
     app.state.agents = {a.name: a for a in served}
@@ -250,7 +283,7 @@ class _AgentRoutes:
         if query_session and not init.session_id:
             # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
             init = init.model_copy(update={"session_id": query_session})
-        options = CallOptions(config=call_config(body, self.config_keys))
+        options = CallOptions(config=call_config(body, self.config_keys), context=request.state.nba_context)
         streaming = _wants_stream(request)
         if streaming:  # a stream's 200 goes out at once: refuse what the request carries first
             check_turn_values(inp, init, store_backed=self.agent.store is not None)
@@ -274,7 +307,9 @@ class _AgentRoutes:
         session_id = _id_field(data, "sessionId", "session_id")
         if (snapshot_id is None) == (session_id is None):
             raise RequestError("getSnapshot needs exactly one of 'snapshotId' and 'sessionId'")
-        snap = await self.agent.get_snapshot(snapshot_id, session_id=session_id)
+        snap = await self.agent.get_snapshot(
+            snapshot_id, session_id=session_id, context=request.state.nba_context
+        )
         if snap is None:
             what = f"Snapshot {snapshot_id}" if snapshot_id else f"Session {session_id}"
             raise NotFoundError(f"{what} not found.")
@@ -288,7 +323,7 @@ class _AgentRoutes:
         snapshot_id = _id_field(data, "snapshotId", "snapshot_id") if isinstance(data, dict) else None
         if snapshot_id is None:
             raise RequestError('abort takes {"data": {"snapshotId": "..."}}')
-        previous = await self.agent.abort(snapshot_id)
+        previous = await self.agent.abort(snapshot_id, context=request.state.nba_context)
         result: dict[str, Any] = {"snapshotId": snapshot_id}
         if previous is not None:
             result["status"] = previous

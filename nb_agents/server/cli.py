@@ -42,6 +42,7 @@ from .app import (
     DEFAULT_WRITE_TIMEOUT,
     create_app,
 )
+from .auth import ContextProvider, api_key
 from .guard import ACCEPT_BATCH, default_max_connections, guarded_protocol
 
 __all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
@@ -53,7 +54,7 @@ class CliError(Exception):
     """A command-line mistake, reported as one line without a traceback."""
 
 
-def parse_store_url(url: str) -> SessionStore:
+def parse_store_url(url: str, *, heartbeat_timeout: float | None = None) -> SessionStore:
     """The store a ``--store`` URL names.
 
     Example:
@@ -64,28 +65,28 @@ def parse_store_url(url: str) -> SessionStore:
     if not sep:
         raise CliError(f"--store {url!r} is not a URL; use {_SCHEMES}")
     if scheme == "memory":
-        return InMemorySessionStore()
+        return InMemorySessionStore(heartbeat_timeout=heartbeat_timeout)
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
         if not path:
             raise CliError("--store sqlite:/// needs a file path, e.g. sqlite:///agents.db")
-        return SqliteSessionStore(path)
+        return SqliteSessionStore(path, heartbeat_timeout=heartbeat_timeout)
     if scheme == "file":
         if not rest:
             raise CliError("--store file:// needs a directory, e.g. file:///srv/sessions")
-        return FileSessionStore(rest)
+        return FileSessionStore(rest, heartbeat_timeout=heartbeat_timeout)
     if scheme in ("postgresql", "postgres"):
-        return _postgres_store(url)
+        return _postgres_store(url, heartbeat_timeout)
     raise CliError(f"--store scheme {scheme!r} is not supported; use {_SCHEMES}")
 
 
-def _postgres_store(url: str) -> SessionStore:
+def _postgres_store(url: str, heartbeat_timeout: float | None) -> SessionStore:
     try:
         from ..stores.postgres import PostgresSessionStore
     except ImportError as exc:
         raise CliError(f"--store postgresql:// needs psycopg: {exc}") from None
     try:
-        return PostgresSessionStore(url)
+        return PostgresSessionStore(url, heartbeat_timeout=heartbeat_timeout)
     except ValueError as exc:  # the message names what is wrong, never the password
         raise CliError(f"--store: {exc}") from None
 
@@ -124,11 +125,14 @@ def build_app(
     target: Any,
     *,
     store: str | None = None,
+    heartbeat_timeout: float | None = None,
     prefix: str = "",
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_parts: int = DEFAULT_MAX_PARTS,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
     write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    context_provider: ContextProvider | None = None,
+    cors_origins: Sequence[str] = (),
     debug: bool = False,
 ) -> tuple[Any, list[Agent]]:
     """The ASGI app to serve for `target`, and the agents it serves (none for a ready app)."""
@@ -153,7 +157,7 @@ def build_app(
                 "--store was given but no agent has a store (they all use client-managed state); "
                 "define them with store=... to serve them server-managed"
             )
-        shared = parse_store_url(store)
+        shared = parse_store_url(store, heartbeat_timeout=heartbeat_timeout)
         for agent in backed:
             agent.store = shared
     app = create_app(
@@ -163,6 +167,8 @@ def build_app(
         max_parts=max_parts,
         body_timeout=body_timeout,
         write_timeout=write_timeout,
+        context_provider=context_provider,
+        cors_origins=cors_origins,
         debug=debug,
     )
     return app, agents
@@ -180,6 +186,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
     serve.add_argument("--store", help=f"replace the store of store-backed agents: {_SCHEMES}")
+    serve.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=None,
+        help="seconds after which a running turn whose process stopped beating may be taken over "
+        "(default 60; the --store's, so every server sharing it should agree)",
+    )
     serve.add_argument("--prefix", default="", help="path prefix for every route, e.g. /api")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
     serve.add_argument("--max-parts", type=int, default=DEFAULT_MAX_PARTS)
@@ -211,6 +224,24 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds an idle connection stays open (default 5)",
     )
     serve.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="require an API key (the Authorization header) read from this environment variable: "
+        "KEY, or uid=KEY,uid=KEY for a principal per key",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin whose pages may call the agents (repeatable); none by default",
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve beyond 127.0.0.1 without authentication (anyone who reaches the port can act)",
+    )
+    serve.add_argument(
         "--debug", action="store_true", help="send tracebacks to clients (never in production)"
     )
     serve.add_argument(
@@ -227,13 +258,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         app, agents = build_app(
             target,
             store=args.store,
+            heartbeat_timeout=args.heartbeat_timeout,
             prefix=args.prefix,
             max_body_bytes=args.max_body_bytes,
             max_parts=args.max_parts,
             body_timeout=args.body_timeout,
             write_timeout=args.write_timeout,
+            context_provider=api_key(env=args.api_key_env) if args.api_key_env else None,
+            cors_origins=args.cors_origin,
             debug=args.debug,
         )
+        if agents and not args.api_key_env and not args.insecure_no_auth and not _loopback(args.host):
+            raise CliError(
+                f"--host {args.host} reaches beyond this machine, and nothing checks who calls: "
+                "require an API key with --api-key-env VAR, or accept the risk with --insecure-no-auth"
+            )
         limit = args.max_connections if args.max_connections is not None else default_max_connections()
         if limit <= 0 or args.header_timeout <= 0 or args.keep_alive_timeout <= 0:
             raise CliError("--max-connections, --header-timeout and --keep-alive-timeout must be positive")
@@ -250,6 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"nb-agents: at most {limit} connections; headers within {args.header_timeout:g} s, "
         f"bodies within {args.body_timeout:g} s"
     )
+    if args.api_key_env:
+        print(f"nb-agents: callers need an API key (from ${args.api_key_env}); sessions belong to their key")
+    elif agents:
+        print("nb-agents: no authentication: anyone who can reach this port can read and answer sessions")
     # everything loaded so far lives as long as the server: keep it out of the
     # collector's full scans, which otherwise grow with every module and agent
     gc.collect()
@@ -266,6 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout_keep_alive=int(args.keep_alive_timeout) or 1,
     )
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _state_line(agent: Agent) -> str:

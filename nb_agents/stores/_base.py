@@ -21,7 +21,13 @@ This class holds what every store answers alike, on top of those:
   (unless that row exists) in the claim's transaction; a later claim gets the
   winner back and writes nothing; only the winner's child releases a claim;
 * a session's latest snapshot is its newest leaf (`leaves`);
-* a pending row whose heartbeat is stale reads ``expired`` (`effective_status`).
+* a pending row whose heartbeat is older than the store's ``heartbeat_timeout``
+  reads ``expired`` (`effective_status`);
+* a claim has a generation: `replace_claim` swaps a claim that is still the
+  expected one for the next generation, and a save fenced with a replaced
+  generation writes nothing and raises `StaleClaimError`;
+* `wait_changed` sleeps a poll interval (a store that can be told of changes,
+  PostgreSQL by ``NOTIFY``, wakes its waiters sooner).
 
 A store that does not subclass it (a third-party one) only has to satisfy
 the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
@@ -29,11 +35,14 @@ the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 from typing import Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
+from ..errors import StaleClaimError
 from ..types import SessionSnapshot
-from .base import AuditRecord, ResumeClaim, SnapshotMutator, effective_status
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator, effective_status
 
 __all__ = [
     "READ",
@@ -122,11 +131,13 @@ def pending_mutator(pending: SessionSnapshot) -> SnapshotMutator:
     return lambda cur: pending if cur is None else None
 
 
-def with_effective_status(snap: SessionSnapshot | None) -> SessionSnapshot | None:
+def with_effective_status(
+    snap: SessionSnapshot | None, timeout: timedelta = HEARTBEAT_TIMEOUT
+) -> SessionSnapshot | None:
     """`snap` as read: a stale pending row reads ``expired`` (the stored row stays pending)."""
     if snap is None:
         return None
-    status = effective_status(snap)
+    status = effective_status(snap, timeout=timeout)
     return snap if status == snap.status else snap.model_copy(update={"status": status})
 
 
@@ -139,9 +150,26 @@ class BaseSessionStore(Generic[Tx]):
 
     Attributes:
         poll_interval: Seconds between reads when a turn waits on another.
+        heartbeat_timeout: How old a pending row's heartbeat may be before the
+            row reads ``expired`` (and its claim may be taken over).
+        heartbeat_interval: How often a running turn refreshes it (half the timeout).
     """
 
     poll_interval: float = 0.1
+    heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT
+
+    @property
+    def heartbeat_interval(self) -> timedelta:
+        return self.heartbeat_timeout / 2
+
+    def _set_heartbeat(self, timeout: float | timedelta | None) -> None:
+        """For a constructor's ``heartbeat_timeout=`` (seconds or a timedelta; None keeps 60 s)."""
+        if timeout is None:
+            return
+        value = timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout)
+        if value <= timedelta(0):
+            raise ValueError(f"heartbeat_timeout must be positive, got {timeout!r}")
+        self.heartbeat_timeout = value
 
     async def _run(
         self, write: bool, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -152,23 +180,47 @@ class BaseSessionStore(Generic[Tx]):
     # -- the protocol ---------------------------------------------------------------
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read), or None."""
-        return with_effective_status(await self._run(READ, _get, snapshot_id))
+        return with_effective_status(await self._run(READ, _get, snapshot_id), self.heartbeat_timeout)
 
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
         """The session's newest leaf (see `nb_agents.stores.base.leaves`), or None."""
-        return with_effective_status(await self._run(READ, _latest, session_id))
+        return with_effective_status(await self._run(READ, _latest, session_id), self.heartbeat_timeout)
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        return await self._run(WRITE, _save, snapshot_id, mutator, audit)
+        if fence is None:
+            return await self._run(WRITE, _save, snapshot_id, mutator, audit)
+        return await self._run(WRITE, _fenced_save, snapshot_id, mutator, audit, fence)
 
     async def claim_resume(
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
     ) -> ResumeClaim | None:
         """Claim the resume of `snapshot_id`: None if this call won, else the winner."""
         return await self._run(WRITE, _claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+
+    async def replace_claim(
+        self,
+        snapshot_id: str,
+        expected: ResumeClaim,
+        digest: str,
+        child_id: str,
+        *,
+        pending: SessionSnapshot | None = None,
+    ) -> ResumeClaim | None:
+        """Swap the claim for the next generation if it is still `expected` (see `SessionStore`)."""
+        new = ResumeClaim(digest, child_id, expected.generation + 1)
+        return await self._run(WRITE, _replace, snapshot_id, expected, new, pending)
+
+    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
+        """Return when the row may have changed, or after `timeout` seconds (here: a poll interval)."""
+        await asyncio.sleep(max(0.0, min(timeout, self.poll_interval)))
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
         """Drop the claim made for `child_id` (its turn was aborted)."""
@@ -229,6 +281,41 @@ def _save(
     if audit:
         tx.add_audit(audit)
     return new
+
+
+def _fenced_save(
+    tx: StoreTransaction,
+    snapshot_id: str,
+    mutator: SnapshotMutator,
+    audit: Sequence[AuditRecord],
+    fence: Fence,
+) -> SessionSnapshot | None:
+    held = tx.find_claim(fence.parent_id)
+    if held is None or held.child_id != fence.child_id or held.generation != fence.generation:
+        now = f"generation {held.generation}, turn {held.child_id}" if held is not None else "no claim"
+        raise StaleClaimError(
+            f"the claim on snapshot {fence.parent_id} is no longer turn {fence.child_id}'s "
+            f"(generation {fence.generation}); it holds {now}: turn {snapshot_id}'s write is refused"
+        )
+    return _save(tx, snapshot_id, mutator, audit)
+
+
+def _replace(
+    tx: StoreTransaction,
+    snapshot_id: str,
+    expected: ResumeClaim,
+    new: ResumeClaim,
+    pending: SessionSnapshot | None,
+) -> ResumeClaim | None:
+    held = tx.find_claim(snapshot_id)
+    if held is not None and (held.child_id, held.generation) != (expected.child_id, expected.generation):
+        return held
+    if held is not None:
+        tx.drop_claim(snapshot_id, held)
+    if pending is not None:
+        _save(tx, new.child_id, pending_mutator(pending), ())
+    tx.add_claim(snapshot_id, new)
+    return None
 
 
 def _claim(

@@ -42,7 +42,7 @@ from .base import AuditRecord, ResumeClaim
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "ClaimRacedError", "PgRows"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _ID_LOCKS = 0x6E626964  # first key of pg_advisory_xact_lock(int, int) for one snapshot id: b"nbid"
 SCHEMA = (
     # seq orders rows by insertion and is what a row's base points at: a base
@@ -67,6 +67,8 @@ SCHEMA = (
     "ON nb_agents_snapshots (base_seq) WHERE base_seq IS NOT NULL",
     """CREATE TABLE IF NOT EXISTS nb_agents_claims (
         snapshot_id TEXT PRIMARY KEY, digest TEXT NOT NULL, child_id TEXT NOT NULL)""",
+    # version 2: claims have a generation (fencing); a version-1 table gets the column
+    "ALTER TABLE nb_agents_claims ADD COLUMN IF NOT EXISTS generation INTEGER NOT NULL DEFAULT 1",
     """CREATE TABLE IF NOT EXISTS nb_agents_audit (
         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         session_id TEXT NOT NULL,
@@ -133,9 +135,9 @@ class PgRows:
 
     def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
         row = self.conn.execute(
-            "SELECT digest, child_id FROM nb_agents_claims WHERE snapshot_id = %s", (snapshot_id,)
+            "SELECT digest, child_id, generation FROM nb_agents_claims WHERE snapshot_id = %s", (snapshot_id,)
         ).fetchone()
-        return ResumeClaim(row[0], row[1]) if row is not None else None
+        return ResumeClaim(row[0], row[1], int(row[2])) if row is not None else None
 
     def audit(self, session_id: str) -> list[AuditRecord]:
         sql = "SELECT record FROM nb_agents_audit WHERE session_id = %s ORDER BY seq"
@@ -171,17 +173,17 @@ class PgRows:
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         won = self.conn.execute(
-            "INSERT INTO nb_agents_claims (snapshot_id, digest, child_id) VALUES (%s, %s, %s) "
-            "ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1",
-            (snapshot_id, claim.digest, claim.child_id),
+            "INSERT INTO nb_agents_claims (snapshot_id, digest, child_id, generation) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1",
+            (snapshot_id, claim.digest, claim.child_id, claim.generation),
         ).fetchone()
         if won is None:
             raise ClaimRacedError(snapshot_id)
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.conn.execute(
-            "DELETE FROM nb_agents_claims WHERE snapshot_id = %s AND digest = %s AND child_id = %s",
-            (snapshot_id, claim.digest, claim.child_id),
+            "DELETE FROM nb_agents_claims WHERE snapshot_id = %s AND child_id = %s AND generation = %s",
+            (snapshot_id, claim.child_id, claim.generation),
         )
 
     def add_audit(self, records: Sequence[AuditRecord]) -> None:

@@ -1,12 +1,13 @@
 """The tables of `SqliteSessionStore` and every query on them.
 
 `Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
-that the store opened on one connection; it never commits. The schema (``PRAGMA user_version`` 2)::
+that the store opened on one connection; it never commits. The schema (``PRAGMA user_version`` 3)::
 
-    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first   -- first: seq of its first snapshot
+    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first,   -- first: seq of its first snapshot
+               agent, owner                                -- the session's, not repeated per row
     snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
                created, kind, meta, state, base_len, tail
-    claims     snap PRIMARY KEY, digest, child               -- WITHOUT ROWID
+    claims     snap PRIMARY KEY, digest, child, gen          -- WITHOUT ROWID; gen: the generation
     audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
 
 Values are `._sqlite_codec`'s compact forms. A reference to a snapshot
@@ -50,11 +51,12 @@ from ._sqlite_codec import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Rows"]
+__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "Rows"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS sessions (key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER)",
+    "CREATE TABLE IF NOT EXISTS sessions "
+    "(key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER, agent TEXT, owner TEXT)",
     """CREATE TABLE IF NOT EXISTS snapshots (
         seq INTEGER PRIMARY KEY,
         id NOT NULL UNIQUE,
@@ -70,15 +72,26 @@ SCHEMA = (
         tail)""",
     "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent)",
     "CREATE INDEX IF NOT EXISTS snapshots_leaves ON snapshots (session) WHERE leaf = 1",
-    "CREATE TABLE IF NOT EXISTS claims (snap PRIMARY KEY, digest NOT NULL, child NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS claims "
+    "(snap PRIMARY KEY, digest NOT NULL, child NOT NULL, gen INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID",
     """CREATE TABLE IF NOT EXISTS audit (
         session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
         PRIMARY KEY (session, n)) WITHOUT ROWID""",
 )
 
-# A row as read: the stored columns, then the parent's and the session's ids.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 2 -> 3: claims get a generation (fencing); sessions record their agent and owner
+    2: (
+        "ALTER TABLE claims ADD COLUMN gen INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE sessions ADD COLUMN agent TEXT",
+        "ALTER TABLE sessions ADD COLUMN owner TEXT",
+    ),
+}
+"""The statements that bring a database of the version they are keyed by up to SCHEMA_VERSION."""
+
+# A row as read: the stored columns, then the parent's and the session's ids, agent and owner.
 _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,
-        s.session, s.parent, p.id, ss.id
+        s.session, s.parent, p.id, ss.id, ss.agent, ss.owner
     FROM snapshots s
     LEFT JOIN snapshots p ON typeof(s.parent) = 'integer' AND p.seq = s.parent
     LEFT JOIN sessions ss ON ss.key = s.session"""
@@ -108,7 +121,7 @@ Ref = int | Id  # a snapshot as referenced: its seq, or its encoded id when it h
 
 # Indexes into a row as `_SELECT` reads it.
 _SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _CREATED, _KIND, _META, _ID = range(9)
-_SESSION, _PARENT, _PARENT_ID, _SESSION_ID = range(9, 13)
+_SESSION, _PARENT, _PARENT_ID, _SESSION_ID, _AGENT, _OWNER = range(9, 15)
 
 
 class Rows:
@@ -164,8 +177,10 @@ class Rows:
     def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
         refs = self._refs(snapshot_id)
         marks = ", ".join("?" * len(refs))
-        won = self.conn.execute(f"SELECT digest, child FROM claims WHERE snap IN ({marks})", refs).fetchone()
-        return ResumeClaim(decode_digest(won[0]), self._id_of(won[1])) if won is not None else None
+        won = self.conn.execute(
+            f"SELECT digest, child, gen FROM claims WHERE snap IN ({marks})", refs
+        ).fetchone()
+        return ResumeClaim(decode_digest(won[0]), self._id_of(won[1]), won[2]) if won is not None else None
 
     # -- writes -----------------------------------------------------------------------
     def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
@@ -180,8 +195,13 @@ class Rows:
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.conn.execute(
-            "INSERT INTO claims (snap, digest, child) VALUES (?, ?, ?)",
-            (self._ref(snapshot_id), encode_digest(claim.digest), self._ref(claim.child_id)),
+            "INSERT INTO claims (snap, digest, child, gen) VALUES (?, ?, ?, ?)",
+            (
+                self._ref(snapshot_id),
+                encode_digest(claim.digest),
+                self._ref(claim.child_id),
+                claim.generation,
+            ),
         )
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
@@ -215,7 +235,12 @@ class Rows:
     ) -> tuple[int, int | None, Ref | None]:
         """Insert or rewrite a row; returns its seq, session key and parent reference."""
         conn = self.conn
-        session, first = self._intern(new.session_id) if new.session_id is not None else (None, None)
+        session, first = (None, None)
+        if new.session_id is not None:
+            # the agent and owner belong to the session: stored once, read back onto every row
+            session, first = self._intern(new.session_id, new.agent, new.owner)
+            if new.agent is not None or new.owner is not None:
+                new = new.model_copy(update={"agent": None, "owner": None})
         parent: Ref | None = None
         base_row = None
         if new.parent_id is not None:
@@ -281,6 +306,10 @@ class Rows:
         session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
         if session_id is not None:
             wire["sessionId"] = session_id
+            if row[_AGENT] is not None:
+                wire["agent"] = row[_AGENT]
+            if row[_OWNER] is not None:
+                wire["owner"] = row[_OWNER]
         if row[_PARENT] is not None:
             wire["parentId"] = _ref_id(row[_PARENT], row[_PARENT_ID])
         if row[_STATE] is not None:
@@ -328,13 +357,17 @@ class Rows:
         ).fetchone()
         return found[0] if found is not None else None
 
-    def _intern(self, session_id: str) -> tuple[int, int | None]:
-        """The session's key (added if new) and the seq of its first snapshot."""
+    def _intern(
+        self, session_id: str, agent: str | None = None, owner: str | None = None
+    ) -> tuple[int, int | None]:
+        """The session's key (added if new, with `agent` and `owner`) and the seq of its first snapshot."""
         encoded = encode_id(session_id)
         found = self.conn.execute("SELECT key, first FROM sessions WHERE id = ?", (encoded,)).fetchone()
         if found is not None:
             return found[0], found[1]
-        key = self.conn.execute("INSERT INTO sessions (id) VALUES (?)", (encoded,)).lastrowid
+        key = self.conn.execute(
+            "INSERT INTO sessions (id, agent, owner) VALUES (?, ?, ?)", (encoded, agent, owner)
+        ).lastrowid
         assert key is not None
         return key, None
 

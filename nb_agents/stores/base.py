@@ -36,6 +36,7 @@ from ..types import SessionSnapshot, ToolResume
 
 __all__ = [
     "AuditRecord",
+    "Fence",
     "HEARTBEAT_INTERVAL",
     "HEARTBEAT_TIMEOUT",
     "ResumeClaim",
@@ -64,8 +65,10 @@ def _parse(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
-def effective_status(snap: SessionSnapshot, *, now: datetime | None = None) -> str:
-    """The status as read: a pending row with a stale heartbeat reads ``expired``."""
+def effective_status(
+    snap: SessionSnapshot, *, now: datetime | None = None, timeout: timedelta = HEARTBEAT_TIMEOUT
+) -> str:
+    """The status as read: a pending row whose heartbeat is older than `timeout` reads ``expired``."""
     status = snap.status or "completed"
     if status == "pending" and snap.heartbeat_at:
         try:
@@ -74,7 +77,7 @@ def effective_status(snap: SessionSnapshot, *, now: datetime | None = None) -> s
             return status  # an unreadable heartbeat is not evidence that the worker died
         if beat.tzinfo is None:
             beat = beat.replace(tzinfo=UTC)
-        if (now or datetime.now(UTC)) - beat > HEARTBEAT_TIMEOUT:
+        if (now or datetime.now(UTC)) - beat > timeout:
             return "expired"
     return status
 
@@ -109,10 +112,26 @@ def pick_leaf(snaps: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
 
 @dataclass(frozen=True)
 class ResumeClaim:
-    """Who resumed an interrupted snapshot: the answer's digest and the child."""
+    """Who resumed an interrupted snapshot: the answer's digest, the child, the generation.
+
+    The generation starts at 1 and grows by one each time the claim is
+    replaced (a takeover, an explicit retry); a write fenced with an older one
+    is refused.
+    """
 
     digest: str
     child_id: str
+    generation: int = 1
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What a claimed turn's write checks in its transaction: the claim on
+    `parent_id` is still `child_id`'s, at `generation`."""
+
+    parent_id: str
+    child_id: str
+    generation: int
 
 
 @dataclass(frozen=True)
@@ -129,7 +148,11 @@ class AuditRecord:
         answer: The respond output, or the restart's ``resumed`` value.
         replaced_input: The new input of a restart that replaced it, else None.
         answered_at: ISO 8601 UTC time.
-        answered_by: Who answered, when known (``resume.metadata.answeredBy``).
+        answered_by: Who answered: the authenticated principal of the request
+            (``context["auth"]["uid"]``) when there is one, else what the caller
+            claims (``resume.metadata.answeredBy``, as the notebook sends it).
+        claimed_by: What the caller claimed (``resume.metadata.answeredBy``),
+            kept apart from the principal.
     """
 
     session_id: str
@@ -142,15 +165,20 @@ class AuditRecord:
     replaced_input: Any
     answered_at: str
     answered_by: str | None = None
+    claimed_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def audit_records(resume: ToolResume, session_id: str, parent_id: str, child_id: str) -> list[AuditRecord]:
-    """One record per answer in `resume`, which resumed `parent_id` as `child_id`."""
+def audit_records(
+    resume: ToolResume, session_id: str, parent_id: str, child_id: str, *, principal: str | None = None
+) -> list[AuditRecord]:
+    """One record per answer in `resume`, which resumed `parent_id` as `child_id` for `principal`."""
     meta = resume.metadata if isinstance(resume.metadata, dict) else {}
-    by = meta.get("answeredBy")
+    claim = meta.get("answeredBy")
+    claim = claim if isinstance(claim, str) else None
+    by = principal if principal is not None else claim
     at = now_iso()
     records: list[AuditRecord] = []
     for part in resume.respond:
@@ -158,7 +186,17 @@ def audit_records(resume: ToolResume, session_id: str, parent_id: str, child_id:
             tr = part.tool_response
             records.append(
                 AuditRecord(
-                    session_id, parent_id, child_id, tr.name, tr.ref, "respond", tr.output, None, at, by
+                    session_id,
+                    parent_id,
+                    child_id,
+                    tr.name,
+                    tr.ref,
+                    "respond",
+                    tr.output,
+                    None,
+                    at,
+                    by,
+                    claim,
                 )
             )
     for part in resume.restart:
@@ -178,6 +216,7 @@ def audit_records(resume: ToolResume, session_id: str, parent_id: str, child_id:
                     replaced,
                     at,
                     by,
+                    claim,
                 )
             )
     return records
@@ -203,7 +242,12 @@ class SessionStore(Protocol):
         ...
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written.
 
@@ -211,6 +255,8 @@ class SessionStore(Protocol):
         written (the mutator did not return None). The mutator runs inside the
         transaction (for SQLite, on the caller's event loop): keep it quick and
         free of I/O. A store may run it again if the transaction had to be retried.
+        With a `fence`, the claim it names is checked in the same transaction
+        first; if it was replaced, nothing is written and `StaleClaimError` is raised.
         """
         ...
 
@@ -224,8 +270,25 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def replace_claim(
+        self,
+        snapshot_id: str,
+        expected: ResumeClaim,
+        digest: str,
+        child_id: str,
+        *,
+        pending: SessionSnapshot | None = None,
+    ) -> ResumeClaim | None:
+        """Replace the claim on `snapshot_id` if it is still `expected` (or there is none).
+
+        The winner's claim is ``ResumeClaim(digest, child_id, expected.generation + 1)``
+        and `pending` is written as `child_id`'s row (unless it exists) in the same
+        transaction; returns None. Otherwise returns the current claim, writing nothing.
+        """
+        ...
+
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        """Drop the claim made for `child_id` (its turn was aborted)."""
+        """Drop the claim made for `child_id` (its turn was aborted before any tool started)."""
         ...
 
     async def session_ids(self) -> list[str]:

@@ -35,6 +35,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -111,6 +112,10 @@ class FileSessionStore(BaseSessionStore["_Files"]):
 
     Args:
         directory: Where the files live; created if missing.
+        heartbeat_timeout: How old a running turn's heartbeat may be before its
+            row reads ``expired`` and its claim may be taken over (seconds or a
+            timedelta; 60 s by default). Every process sharing the store should
+            use the same value.
 
     Example:
         >>> import tempfile
@@ -119,7 +124,10 @@ class FileSessionStore(BaseSessionStore["_Files"]):
 
     poll_interval = 0.1
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, heartbeat_timeout: float | timedelta | None = None
+    ) -> None:
+        self._set_heartbeat(heartbeat_timeout)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock_path = self.directory / ".lock"
@@ -196,10 +204,17 @@ class _Files:
 
     def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
         found = self._read(self._path("claims", snapshot_id))
-        return ResumeClaim(found["digest"], found["childId"]) if found is not None else None
+        if found is None:
+            return None
+        return ResumeClaim(found["digest"], found["childId"], int(found.get("generation", 1)))
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
-        value = {"snapshotId": snapshot_id, "digest": claim.digest, "childId": claim.child_id}
+        value = {
+            "snapshotId": snapshot_id,
+            "digest": claim.digest,
+            "childId": claim.child_id,
+            "generation": claim.generation,
+        }
         self._write(self._path("claims", snapshot_id), value)
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:

@@ -18,6 +18,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import timedelta
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from pydantic_core import PydanticSerializationError
@@ -61,13 +62,20 @@ _TAIL: Final = 9  # the rest of the messages, as JSON; None when they were never
 class InMemorySessionStore(BaseSessionStore["_Rows"]):
     """A session store that lives as long as the Python process.
 
+    Args:
+        heartbeat_timeout: How old a running turn's heartbeat may be before its
+            row reads ``expired`` and its claim may be taken over (seconds or a
+            timedelta; 60 s by default). Every process sharing the store should
+            use the same value.
+
     Example:
         >>> store = InMemorySessionStore()
     """
 
     poll_interval = 0.02
 
-    def __init__(self) -> None:
+    def __init__(self, *, heartbeat_timeout: float | timedelta | None = None) -> None:
+        self._set_heartbeat(heartbeat_timeout)
         self._data = _Rows()
         self._lock = threading.Lock()
 

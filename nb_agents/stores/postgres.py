@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -66,6 +67,10 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
         pool_size: Idle connections kept for reuse (per process).
+        heartbeat_timeout: How old a running turn's heartbeat may be before its
+            row reads ``expired`` and its claim may be taken over (seconds or a
+            timedelta; 60 s by default). Every process sharing the store should
+            use the same value.
 
     Example:
         >>> store = PostgresSessionStore("postgresql://agents@127.0.0.1/agents")  # connects on first use
@@ -75,7 +80,10 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
 
     poll_interval = 0.1
 
-    def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
+    def __init__(
+        self, dsn: str, *, pool_size: int = 8, heartbeat_timeout: float | timedelta | None = None
+    ) -> None:
+        self._set_heartbeat(heartbeat_timeout)
         try:
             params = psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:

@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
@@ -37,7 +38,7 @@ import anyio.to_thread
 from ..errors import FailedPreconditionError
 from ._base import BaseSessionStore
 from ._delta import MessageCache
-from ._sqlite_rows import SCHEMA, SCHEMA_VERSION, Rows
+from ._sqlite_rows import MIGRATIONS, SCHEMA, SCHEMA_VERSION, Rows
 
 __all__ = ["SqliteSessionStore"]
 
@@ -96,6 +97,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         path: The database file; created with its tables if missing.
         synchronous: SQLite's ``PRAGMA synchronous``. ``"NORMAL"`` (the default)
             survives a crash of the process; ``"FULL"`` also a power loss.
+        heartbeat_timeout: How old a running turn's heartbeat may be before its
+            row reads ``expired`` and its claim may be taken over (seconds or a
+            timedelta; 60 s by default). Every process sharing the store should
+            use the same value.
 
     Example:
         >>> import tempfile, os
@@ -105,7 +110,14 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
 
     poll_interval = 0.1
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        heartbeat_timeout: float | timedelta | None = None,
+    ) -> None:
+        self._set_heartbeat(heartbeat_timeout)
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, got {synchronous!r}")
         self.path = os.fspath(path)
@@ -251,11 +263,14 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
+            if version not in (0, SCHEMA_VERSION, *MIGRATIONS):
                 raise FailedPreconditionError(
-                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads version "
-                    f"{SCHEMA_VERSION} only: use a new database file."
+                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads "
+                    f"versions {', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION}: "
+                    "use a new database file."
                 )
+            for stmt in MIGRATIONS.get(version, ()):
+                conn.execute(stmt)  # in this transaction: a crash leaves the old version whole
             for stmt in SCHEMA:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

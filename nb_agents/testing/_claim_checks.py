@@ -12,7 +12,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from ..stores.base import AuditRecord, ResumeClaim, SessionStore
+from ..errors import StaleClaimError
+from ..stores.base import AuditRecord, Fence, ResumeClaim, SessionStore
 from ..types import SessionSnapshot, SessionState
 from ._store_samples import answer, put, snap, ts
 
@@ -45,6 +46,58 @@ class ClaimChecks:
         assert await store.claim_resume("snap", "digest-1", "child-2") == ResumeClaim("digest-1", "child-1")
         assert await store.claim_resume("snap", "digest-2", "child-3") == ResumeClaim("digest-1", "child-1")
         assert await store.claim_resume("other", "digest-2", "child-4") is None
+
+    async def test_replace_claim_bumps_the_generation_only_from_the_expected_claim(
+        self, store: SessionStore
+    ) -> None:
+        assert await store.claim_resume("snap", "d1", "child-1") is None
+        first = ResumeClaim("d1", "child-1", 1)
+        assert await store.claim_resume("snap", "d1", "child-x") == first
+        pending = SessionSnapshot(snapshot_id="x", session_id="s1", parent_id="snap", status="pending")
+        assert await store.replace_claim("snap", first, "d1", "child-2", pending=pending) is None
+        second = ResumeClaim("d1", "child-2", 2)
+        assert await store.claim_resume("snap", "d9", "child-y") == second
+        got = await store.get_snapshot("child-2")
+        assert got is not None and got.status == "pending" and got.parent_id == "snap"
+        # a stale expectation loses and writes nothing
+        assert await store.replace_claim("snap", first, "d1", "child-3", pending=pending) == second
+        assert await store.get_snapshot("child-3") is None
+        assert await store.replace_claim("snap", second, "d1", "child-3") is None
+        assert await store.claim_resume("snap", "d1", "child-z") == ResumeClaim("d1", "child-3", 3)
+
+    async def test_concurrent_replacements_have_one_winner(self, store: SessionStore) -> None:
+        assert await store.claim_resume("snap", "d1", "child-0") is None
+        first = ResumeClaim("d1", "child-0", 1)
+        results = await asyncio.gather(
+            *(store.replace_claim("snap", first, "d1", f"child-{i}") for i in range(1, CONCURRENCY + 1))
+        )
+        assert sum(r is None for r in results) == 1
+        held = await store.claim_resume("snap", "d1", "nobody")
+        assert held is not None and held.generation == 2
+        assert all(r == held for r in results if r is not None)
+
+    async def test_a_fenced_save_after_a_replacement_is_refused_and_writes_nothing(
+        self, store: SessionStore
+    ) -> None:
+        await put(store, snap("root"))
+        assert await store.claim_resume("root", "d1", "child-1") is None
+        fence = Fence("root", "child-1", 1)
+        row = SessionSnapshot(snapshot_id="child-1", session_id="s1", parent_id="root", status="completed")
+        record = answer(1, "s1", "root", "child-1")
+        assert await store.save_snapshot("child-1", lambda cur: row, audit=[record], fence=fence) is not None
+        assert await store.replace_claim("root", ResumeClaim("d1", "child-1", 1), "d1", "child-2") is None
+        late = row.model_copy(update={"status": "failed"})
+        try:
+            await store.save_snapshot("child-1", lambda cur: late, audit=[record], fence=fence)
+        except StaleClaimError:
+            pass
+        else:
+            raise AssertionError("a save fenced with a replaced claim was written")
+        got = await store.get_snapshot("child-1")
+        assert got is not None and got.status == "completed"
+        assert len(await store.audit("s1")) == 1
+        unfenced = await store.save_snapshot("child-1", lambda cur: late)  # no fence: a plain save
+        assert unfenced is not None and unfenced.status == "failed"
 
     async def test_release_claim_only_by_its_child(self, store: SessionStore) -> None:
         assert await store.claim_resume("snap", "d1", "child-1") is None

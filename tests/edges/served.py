@@ -42,6 +42,7 @@ class Served:
         preexec: object = None,
     ) -> None:
         self.tmp = tmp
+        self.store_url = store
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / f"serve-{self.port}.log"

@@ -81,7 +81,12 @@ TRANSFER_CALL = ("transferMoney", "t1", {"amount": 500, "toAccount": "savings"})
 
 
 def banking_agent(
-    store: nba.SessionStore | None, *, state_secret: str | None = None, turns: int = 1
+    store: nba.SessionStore | None,
+    *,
+    state_secret: str | None = None,
+    turns: int = 1,
+    name: str = "bankingAgent",
+    authorize: Any = None,
 ) -> tuple[nba.Agent, nba.Tool, list[TransferInput]]:
     """The seed's bankingAgent: `transferMoney` pauses for approval, then transfers.
 
@@ -103,7 +108,7 @@ def banking_agent(
     for _ in range(turns):
         responses += [tool_call_response(TRANSFER_CALL), text_response("Done: transaction txn-123.")]
     agent = nba.define_agent(
-        "bankingAgent",
+        name,
         model=ScriptedModel(
             responses,
             stream_chunks=[
@@ -119,5 +124,6 @@ def banking_agent(
         tools=[transfer_money],
         store=store,
         state_secret=state_secret,
+        authorize=authorize,
     )
     return agent, transfer_money, executed

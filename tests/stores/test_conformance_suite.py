@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pg
 
+from nb_agents.errors import StaleClaimError
 from nb_agents.stores import FileSessionStore, InMemorySessionStore, SqliteSessionStore
 from nb_agents.stores.base import (
     AuditRecord,
+    Fence,
     ResumeClaim,
     SessionStore,
     SnapshotMutator,
@@ -87,9 +89,18 @@ class DictStore:
             return self._expired(pick_leaf(snaps))
 
     async def save_snapshot(
-        self, snapshot_id: str, mutator: SnapshotMutator, *, audit: Sequence[AuditRecord] = ()
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
     ) -> SessionSnapshot | None:
         with self._lock:
+            if fence is not None:
+                held = self._claims.get(fence.parent_id)
+                if held is None or (held.child_id, held.generation) != (fence.child_id, fence.generation):
+                    raise StaleClaimError(f"the claim on {fence.parent_id} was replaced")
             new = self._save(snapshot_id, mutator)
             if new is not None:
                 self._audit.extend(audit)
@@ -102,6 +113,28 @@ class DictStore:
             if snapshot_id in self._claims:
                 return self._claims[snapshot_id]
             self._claims[snapshot_id] = ResumeClaim(digest, child_id)
+            if pending is not None:
+                self._save(child_id, lambda cur: pending if cur is None else None)
+            return None
+
+    async def replace_claim(
+        self,
+        snapshot_id: str,
+        expected: ResumeClaim,
+        digest: str,
+        child_id: str,
+        *,
+        pending: SessionSnapshot | None = None,
+    ) -> ResumeClaim | None:
+        with self._lock:
+            held = self._claims.get(snapshot_id)
+            stale = held is not None and (held.child_id, held.generation) != (
+                expected.child_id,
+                expected.generation,
+            )
+            if stale:
+                return held
+            self._claims[snapshot_id] = ResumeClaim(digest, child_id, expected.generation + 1)
             if pending is not None:
                 self._save(child_id, lambda cur: pending if cur is None else None)
             return None

@@ -1,0 +1,118 @@
+"""A turn's final row: what it records, and what happens when the store will not take it.
+
+The final row of a turn holds its status, finish reason, error and state; for
+a claimed resume it is fenced by the attempt's claim (a worker whose claim was
+taken over cannot write), and it names the tools the attempt ran
+(``tool_runs``), so a re-sent answer can be told what happened.
+
+If the store refuses the write for another reason after tools ran (a value it
+cannot encode), the turn must not leave its claim stuck: a small failed row
+saying so is written in its place (fenced the same way), so the same answer
+sent again replays that failure instead of running the tools again, and an
+explicit retry can go on. A store that takes no write at all (it is down)
+raises its own error; the turn's pending row then expires, and its claim can
+be taken over.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import StaleClaimError
+from ..stores.base import AuditRecord, Fence, SessionStore, now_iso
+from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState
+
+__all__ = ["RowFields", "write_final"]
+
+log = logging.getLogger("nb_agents.engine")
+
+RowFields = dict[str, Any]
+"""The fields of a final row besides its status and state (ids, agent, owner, ...)."""
+
+
+async def write_final(
+    store: SessionStore,
+    snapshot_id: str,
+    fields: RowFields,
+    *,
+    status: str,
+    finish: FinishReason,
+    state: SessionState | None,
+    error: AgentErrorInfo | None,
+    audit: Sequence[AuditRecord] = (),
+    fence: Fence | None = None,
+) -> str:
+    """Write the turn's row; ``"written"``, ``"stale"`` (fenced out) or ``"failed"`` (recorded as failed)."""
+
+    def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
+        now = now_iso()
+        if cur is not None and cur.status in ("aborted", "aborting"):
+            # abort wins the race; the row keeps the last good state
+            update = {"status": "aborted", "finish_reason": "aborted", "state": state, "updated_at": now}
+            if fields.get("tool_runs"):
+                update["tool_runs"] = fields["tool_runs"]
+            return cur.model_copy(update=update)
+        return SessionSnapshot(
+            snapshot_id=snapshot_id,
+            created_at=cur.created_at if cur is not None and cur.created_at else now,
+            updated_at=now,
+            status=status,  # type: ignore[arg-type]
+            finish_reason=finish,
+            error=error,
+            state=state,
+            **fields,
+        )
+
+    try:
+        await _save(store, snapshot_id, mutate, audit, fence)
+        return "written"
+    except StaleClaimError:
+        log.warning("turn %s lost its claim to a takeover; its result is dropped", snapshot_id)
+        return "stale"
+    except Exception as exc:  # recorded below: the claim must not stay stuck
+        log.exception("the final row of turn %s could not be written", snapshot_id)
+        first = exc
+        reason = AgentErrorInfo(
+            status="INTERNAL",
+            message=f"the turn ran but its result could not be stored: {type(exc).__name__}: {exc}",
+            details={"type": type(exc).__name__, "public": "the turn ran but its result could not be stored"},
+        )
+
+    def failed(cur: SessionSnapshot | None) -> SessionSnapshot:
+        now = now_iso()
+        keep = {k: v for k, v in fields.items() if k != "tool_runs"}  # possibly what would not encode
+        return SessionSnapshot(
+            snapshot_id=snapshot_id,
+            created_at=cur.created_at if cur is not None and cur.created_at else now,
+            updated_at=now,
+            status="failed",
+            finish_reason="failed",
+            error=reason,
+            **keep,
+        )
+
+    try:
+        await _save(store, snapshot_id, failed, (), fence)
+    except StaleClaimError:
+        return "stale"
+    except Exception:  # noqa: BLE001 - re-raised as the first error, below
+        # the store takes nothing (it is down): say so as the store said it; the pending
+        # row expires, and then the claim can be taken over
+        log.warning(
+            "turn %s could not record its failure either; its claim expires with its row", snapshot_id
+        )
+        raise first from None
+    return "failed"
+
+
+async def _save(
+    store: SessionStore, snapshot_id: str, mutate: Any, audit: Sequence[AuditRecord], fence: Fence | None
+) -> None:
+    if fence is not None:
+        await store.save_snapshot(snapshot_id, mutate, audit=audit, fence=fence)
+    elif audit:
+        await store.save_snapshot(snapshot_id, mutate, audit=audit)
+    else:  # a turn that answered nothing works with stores written before `audit=` too
+        await store.save_snapshot(snapshot_id, mutate)
