@@ -61,6 +61,8 @@ class ToolContext:
         metadata: The request part's metadata.
         session: The turn's `Session` (messages, custom state, artifacts).
         context: The request context (``{"auth": {"uid": ...}}``), {} when none was given.
+        tool: The `Tool` being called (None when the agent has no such tool), so
+            middleware can read its approval metadata.
     """
 
     def __init__(
@@ -73,6 +75,8 @@ class ToolContext:
         metadata: dict[str, Any] | None = None,
         session: Any = None,
         context: dict[str, Any] | None = None,
+        tool: Tool | None = None,
+        send_chunk: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
         self.name = name
         self.ref = ref
@@ -81,6 +85,17 @@ class ToolContext:
         self.metadata = metadata or {}
         self.session = session
         self.context: dict[str, Any] = context if context is not None else {}
+        self.tool = tool
+        self._send_chunk = send_chunk
+
+    async def send_chunk(self, chunk: Any) -> None:
+        """Stream a chunk to the caller while the tool runs (dropped when nobody listens).
+
+        Takes what `TurnContext.send_chunk` takes: an ``AgentStreamChunk``, a
+        ``ModelResponseChunk`` or the dict of one.
+        """
+        if self._send_chunk is not None:
+            await self._send_chunk(chunk)
 
     def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
         """Pause the turn with `data` (raises `Interrupt`)."""
@@ -89,7 +104,20 @@ class ToolContext:
 
 class Tool:
     """A tool the model can call. Build one with `tool`, `define_interrupt` or
-    `resumable_tool` rather than directly."""
+    `resumable_tool` rather than directly.
+
+    Attributes:
+        needs_approval: Whether `ToolApproval` must hold a call: True, False
+            (it never does), or None (its allowlist decides, the default).
+        annotations: Hints about the tool's behaviour (MCP's ``readOnlyHint``,
+            ``destructiveHint``, ...), or None.
+        approval_info: Extra pause data a `ToolApproval` hold of this tool
+            carries (what the approval form shows), or None.
+    """
+
+    needs_approval: bool | None = None
+    annotations: dict[str, Any] | None = None
+    approval_info: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -148,6 +176,10 @@ class Tool:
                 metadata=meta,
             )
         return self._definition
+
+    def approval_needed(self, ctx: ToolContext) -> bool | None:
+        """Whether `ToolApproval` must hold this call (`needs_approval` unless a kind knows better)."""
+        return self.needs_approval
 
     # -- validation ----------------------------------------------------------
     def parse_input(self, raw: Any) -> BaseModel:

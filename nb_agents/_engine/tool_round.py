@@ -75,6 +75,8 @@ class ToolRunner:
             metadata=meta,
             session=turn.session,
             context=turn.context,
+            tool=self.tools.get(tr.name),
+            send_chunk=turn.send_chunk,
         )
         call = self._calls.get(tr.name)
         try:
