@@ -116,11 +116,29 @@ def interrupt_html(part: Part) -> str:
     assert part.tool_request is not None
     data = (part.metadata or {}).get("interrupt")
     out = [f'<div class="nba-interrupt" style="{_PAUSE}"><b>⏸ {_esc(_name(part))}</b> waits for an answer']
+    if isinstance(data, dict):
+        out.append(_mcp_html(data))
     out.append(f'<div style="{_MUTED}">input</div>{_pre(part.tool_request.input)}')
     if isinstance(data, dict):
         out.append(f'<div style="{_MUTED}">pause data</div>{_pre(data)}')
     out.append("</div>")
     return "".join(out)
+
+
+def _mcp_html(data: dict[str, Any]) -> str:
+    """Which MCP server and tool a pause comes from, and the tool's annotations (hints)."""
+    mcp = data.get("mcp")
+    if not isinstance(mcp, dict) or "server" not in mcp:
+        return ""
+    hints = mcp.get("annotations")
+    marks = (
+        ", ".join(f"{_esc(str(k).removesuffix('Hint'))}: {_esc(json.dumps(v))}" for k, v in hints.items())
+        if isinstance(hints, dict) and hints
+        else "no annotations"
+    )
+    where = f"MCP server <b>{_esc(mcp['server'])}</b> · tool <code>{_esc(mcp.get('tool', ''))}</code>"
+    tail = f" · {marks}" if "annotations" in mcp else ""
+    return f'<div class="nba-mcp" style="{_MUTED}">{where}{tail}</div>'
 
 
 def part_html(part: Part) -> str:

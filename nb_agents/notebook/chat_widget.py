@@ -18,6 +18,7 @@ from ..responses import AgentResponse
 from ..types import Message, Part
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .progress import progress_bars
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
@@ -84,6 +85,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
     async def _run(self, text: str, reply: Any) -> AgentResponse | None:
         stream = reply.children[0]
         streamed, tools = "", ""
+        bars: dict[tuple[str, str, str], str] = {}
         try:
             turn = self.chat.send_stream(text)
             async for chunk in turn:
@@ -91,7 +93,8 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                stream.value = tools + stream_html(streamed)
+                bars = progress_bars(bars, chunk)  # MCP progress notifications
+                stream.value = tools + "".join(bars.values()) + stream_html(streamed)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
             stream.value = tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))

@@ -24,7 +24,9 @@ from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .elicitation import ElicitationForm, is_elicitation
 from .forms import InterruptForm
+from .progress import progress_bars
 
 __all__ = ["TurnView", "agent_tools"]
 
@@ -64,7 +66,10 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.answered_by = answered_by
         tools = agent_tools(self.chat)
         self.forms = [
-            InterruptForm(i, tools.get(i.name), on_answer=self._on_answer) for i in response.interrupts
+            (ElicitationForm if is_elicitation(i) else InterruptForm)(
+                i, tools.get(i.name), on_answer=self._on_answer
+            )
+            for i in response.interrupts
         ]
         self.task: asyncio.Task[AgentResponse | None] | None = None
         self.last_resume: ToolResume | None = None
@@ -114,6 +119,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
     async def _resume(self, resume: ToolResume) -> AgentResponse | None:
         chat = self._resume_chat()
         text, tools = "", ""
+        bars: dict[tuple[str, str, str], str] = {}
         try:
             turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata)
             async for chunk in turn:
@@ -121,7 +127,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                self.stream.value = tools + stream_html(text)
+                bars = progress_bars(bars, chunk)  # MCP progress notifications
+                self.stream.value = tools + "".join(bars.values()) + stream_html(text)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
