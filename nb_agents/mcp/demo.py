@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
@@ -32,12 +32,16 @@ __all__ = ["TagChoice", "build", "main"]
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+PRIORITIES = ("low", "normal", "high")
 
 
 class TagChoice(BaseModel):
     """What ``tag_note`` asks the user."""
 
-    priority: Literal["low", "normal", "high"] = Field("normal", description="How urgent the note is")
+    # a plain str with an enum in its schema: FastMCP's elicitation takes primitive types only
+    priority: str = Field(
+        "normal", description="How urgent the note is", json_schema_extra={"enum": list(PRIORITIES)}
+    )
     tags: str = Field("", description="Tags, separated by commas")
     pinned: bool = Field(False, description="Keep the note on top")
 
@@ -84,6 +88,8 @@ def build(folder: Path) -> FastMCP:
         if answer.action != "accept":
             return f"the user chose to {answer.action}: {name} is not tagged"
         choice = answer.data
+        if choice.priority not in PRIORITIES:
+            return f"'{choice.priority}' is not a priority (one of {', '.join(PRIORITIES)}): {name} is not tagged"
         line = f"[{choice.priority}{' pinned' if choice.pinned else ''}] tags: {choice.tags or '-'}"
         body = path.read_text(encoding="utf-8") if path.exists() else ""
         path.write_text(f"{line}\n{body}", encoding="utf-8")

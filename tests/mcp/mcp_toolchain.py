@@ -36,7 +36,9 @@ def ensure_servers() -> Path:
     """The folder whose ``node_modules`` holds both servers; installs once."""
     version = toolchain.node_version()
     if version[0] < MIN_NODE_MAJOR:
-        raise Unavailable(f"Node.js {version[0]} is too old: the MCP servers need Node.js >= {MIN_NODE_MAJOR}")
+        raise Unavailable(
+            f"Node.js {version[0]} is too old: the MCP servers need Node.js >= {MIN_NODE_MAJOR}"
+        )
     target = CACHE / "js"
     lock = (JS_SOURCE / "package-lock.json").read_bytes()
     manifest = (JS_SOURCE / "package.json").read_bytes()
@@ -48,7 +50,9 @@ def ensure_servers() -> Path:
 
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         stamp_file = target / ".installed"
-        if not (stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()):
+        if not (
+            stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()
+        ):
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
             (target / "package.json").write_bytes(manifest)

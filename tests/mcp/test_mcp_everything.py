@@ -23,7 +23,11 @@ pytestmark = pytest.mark.anyio
 
 def _agent(server: MCPServer, model: ScriptedModel) -> nba.Agent:
     return nba.define_agent(
-        "everything-agent", model=model, tools=[server], use=[ToolApproval()], store=nba.InMemorySessionStore()
+        "everything-agent",
+        model=model,
+        tools=[server],
+        use=[ToolApproval()],
+        store=nba.InMemorySessionStore(),
     )
 
 
@@ -77,7 +81,9 @@ async def test_bad_input_reaches_the_model_as_a_tool_error_before_the_server(eve
 async def test_an_elicitation_is_answered_through_its_form_and_the_server_sees_the_value(
     everything: MCPServer,
 ) -> None:
-    model = ScriptedModel([tool_call_response(("trigger-elicitation-request", "q1", {})), text_response("ok")])
+    model = ScriptedModel(
+        [tool_call_response(("trigger-elicitation-request", "q1", {})), text_response("ok")]
+    )
     agent = _agent(everything, model)
     chat = agent.chat()
     res = await chat.send("ask me something")
@@ -124,7 +130,9 @@ async def test_a_declined_or_cancelled_elicitation_goes_back_to_the_server(
         tool_approval={"trigger-elicitation-request": False},
     )
     open_servers.append(server)
-    model = ScriptedModel([tool_call_response(("trigger-elicitation-request", "q1", {})), text_response("ok")])
+    model = ScriptedModel(
+        [tool_call_response(("trigger-elicitation-request", "q1", {})), text_response("ok")]
+    )
     chat = _agent(server, model).chat()
     res = await chat.send("ask")
     view = TurnView(res, chat)

@@ -70,7 +70,11 @@ async def test_a_write_is_held_for_approval_and_runs_exactly_once(
     form = view.forms[0]
     assert form.mode == "hold"
     shown = html_of(form)
-    assert "MCP server <b>fs</b>" in shown and "<code>write_file</code>" in shown and "destructive: true" in shown
+    assert (
+        "MCP server <b>fs</b>" in shown
+        and "<code>write_file</code>" in shown
+        and "destructive: true" in shown
+    )
     form.approve_button.click()
     form.approve_button.click()  # a double click records one answer
     await view.task
