@@ -89,7 +89,8 @@ def build(folder: Path) -> FastMCP:
             return f"the user chose to {answer.action}: {name} is not tagged"
         choice = answer.data
         if choice.priority not in PRIORITIES:
-            return f"'{choice.priority}' is not a priority (one of {', '.join(PRIORITIES)}): {name} is not tagged"
+            allowed = ", ".join(PRIORITIES)
+            return f"'{choice.priority}' is not a priority (one of {allowed}): {name} is not tagged"
         line = f"[{choice.priority}{' pinned' if choice.pinned else ''}] tags: {choice.tags or '-'}"
         body = path.read_text(encoding="utf-8") if path.exists() else ""
         path.write_text(f"{line}\n{body}", encoding="utf-8")
