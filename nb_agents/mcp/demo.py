@@ -36,7 +36,7 @@ PRIORITIES = ("low", "normal", "high")
 
 
 class TagChoice(BaseModel):
-    """What ``tag_note`` asks the user."""
+    """How to tag a note."""
 
     # a plain str with an enum in its schema: FastMCP's elicitation takes primitive types only
     priority: str = Field(

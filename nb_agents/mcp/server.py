@@ -193,6 +193,11 @@ class MCPServer:
         """The server's tools as agent tools (connects first if needed; cached until they change)."""
         return await on_portal(self._list_tools())
 
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is open (a stdio server runs)."""
+        return self._conn is not None and not self._conn.dead.is_set()
+
     def cached_tools(self) -> list[MCPTool] | None:
         """The tools of the last listing, or None if the server was never listed."""
         return self._tools
@@ -325,5 +330,5 @@ class MCPServer:
             return self._held.pop(key, None)
 
     def __repr__(self) -> str:
-        state = "connected" if self._conn is not None and not self._conn.dead.is_set() else "not connected"
+        state = "connected" if self.connected else "not connected"
         return f"MCPServer(name={self.name!r}, target={self.target!r}, {state})"
