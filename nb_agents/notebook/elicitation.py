@@ -138,7 +138,7 @@ class ElicitationForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
     def _head(self) -> Any:
         r, esc = self.request, html.escape
         text = (
-            f'<div style="{_ASK}"><div><b>❓ {esc(r.server)}</b> asks, while running '
+            f'<div style="{_ASK}"><div>MCP server <b>{esc(r.server)}</b> asks, while running '
             f"<code>{esc(r.tool)}</code>:</div>"
             f'<div style="font-size:110%;margin:4px 0">{esc(r.message)}</div>'
         )
