@@ -173,6 +173,8 @@ class Connection:
             elif not self._stop.is_set():
                 self.error = exc
         finally:
+            if self.stderr is not None:
+                self.stderr.close_writer()  # also when the process never started
             self._died(self.error)
 
     async def _relay(self, source: Any, sink: Any) -> None:

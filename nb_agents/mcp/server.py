@@ -180,8 +180,9 @@ class MCPServer:
             import httpx
             from mcp.client.streamable_http import streamable_http_client
 
+            # no read timeout: a call's response stream stays open while a person answers its question
             client = httpx.AsyncClient(
-                headers=sent, timeout=httpx.Timeout(timeout, read=300.0), transport=transport
+                headers=sent, timeout=httpx.Timeout(timeout, read=None), transport=transport
             )
             async with client, streamable_http_client(url, http_client=client) as streams:
                 yield streams

@@ -149,14 +149,14 @@ class MCPTool(Tool):
         elicitation_answer(raw)
 
     def approval_needed(self, ctx: ToolContext) -> bool | None:
-        # an answer to a question the call asked: the call got past the gate when it started
+        # An answer to a question the call asked: the call got past the gate when it started.
+        # Nothing runs unapproved this way: `invoke` sends an answer only to an open call,
+        # and refuses one without (so a lost call is reported as such, not held again).
         try:
             answering = elicitation_answer(ctx.resumed) is not None
         except ValidationError:
             answering = False
-        if answering and self.server.holds(call_key(ctx)):
-            return False
-        return self.needs_approval
+        return False if answering else self.needs_approval
 
     # -- running -----------------------------------------------------------------------------
     async def invoke(self, raw_input: Any, ctx: ToolContext) -> Any:

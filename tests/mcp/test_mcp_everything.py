@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from helpers import text_response, tool_call_response
 from mcp_helpers import control, html_of, last_tool_output
@@ -166,3 +167,54 @@ async def test_progress_notifications_stream_as_chunks_that_genkit_clients_can_i
     assert list(bars) == [("everything", call[0], "p1")]
     assert '<progress value="1.000" max="1"' in bars[("everything", call[0], "p1")]
     assert "4 / 4" in bars[("everything", call[0], "p1")]
+
+
+async def test_an_aborted_turn_stops_its_call_and_the_server_takes_the_next(everything: MCPServer) -> None:
+    slow = ("trigger-long-running-operation", "p1", {"duration": 30, "steps": 30})
+    model = ScriptedModel(
+        [
+            tool_call_response(slow),
+            tool_call_response(("echo", "e1", {"message": "still here"})),
+            text_response("ok"),
+        ]
+    )
+    chat = _agent(everything, model).chat()
+    turn = chat.send_stream("run it")
+    async for chunk in turn:
+        if progress_of(chunk) is not None:
+            await chat.abort()  # the call is running: stop it
+            break
+    res = await turn.response
+    assert res.finish_reason == "aborted"
+    # calls to one server run one at a time: the aborted one must have let go
+    with anyio.fail_after(20):
+        res = await chat.send("echo")
+    assert res.finish_reason == "stop" and last_tool_output(model) == "Echo: still here"
+
+
+async def test_an_answer_after_a_restart_is_refused_clearly_even_for_a_gated_tool(
+    mcp_js: Path, open_servers: list[MCPServer], tmp_path: Path
+) -> None:
+    def agent(model: ScriptedModel) -> nba.Agent:
+        server = MCPServer.stdio(server_command(mcp_js, "server-everything"), name="everything")
+        open_servers.append(server)
+        store = nba.SqliteSessionStore(str(tmp_path / "agents.db"))
+        return nba.define_agent(
+            "everything-agent", model=model, tools=[server], use=[ToolApproval()], store=store
+        )
+
+    first = agent(ScriptedModel([tool_call_response(("trigger-elicitation-request", "q1", {}))]))
+    chat = first.chat()
+    held = await chat.send("ask")
+    asked = await chat.resume(restart=[held.interrupts[0].approve()])
+    ask = ElicitationRequest.claim(asked.interrupts[0])
+    assert ask is not None
+    await first.aclose()  # the process that held the open call is gone
+
+    later = agent(ScriptedModel([text_response("never")]))
+    out = await later.run(
+        nba.AgentInput(resume=nba.ToolResume(restart=[ask.accept({"name": "Ada"})])),
+        snapshot_id=asked.snapshot_id,
+    )
+    assert out.finish_reason == "failed"  # not held for approval again: the answer is refused
+    assert out.error is not None and "no longer open" in out.error.message
