@@ -311,3 +311,22 @@ def test_importing_nb_agents_imports_no_mcp_and_nb_agents_mcp_no_sdk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+async def test_progress_chunks_cross_the_http_server_to_a_remote_chat(notes_server: MCPServer) -> None:
+    import httpx
+
+    from nb_agents.server import create_app
+
+    model = ScriptedModel([tool_call_response(("index_notes", "i1", {"delay": 0})), text_response("indexed")])
+    served = nba.define_agent("notes", model=model, tools=[notes_server], store=nba.InMemorySessionStore())
+    app = create_app([served])
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://notes.test"
+    ) as client:
+        remote = nba.remote_agent("http://notes.test/notes", client=client)
+        turn = remote.chat().send_stream("index my notes")
+        reports = [r for r in [progress_of(c) async for c in turn] if r is not None]
+        res = await turn.response
+    assert res.text == "indexed"
+    assert [(r.tool, r.progress, r.total) for r in reports] == [("index_notes", 1, 2), ("index_notes", 2, 2)]
