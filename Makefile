@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 PORT ?= 8888
 
-.PHONY: demo demo-cli test lint typecheck pytest nbval browser interop chromium postgres bench clean
+.PHONY: demo demo-cli test lint typecheck pytest nbval browser interop mcp chromium postgres bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -57,10 +57,14 @@ test: lint typecheck pytest nbval browser
 interop: $(STAMP) postgres
 	$(BIN)/pytest -q tests/interop
 
+# only the MCP tests (they also run in `pytest`; the npm servers install from tests/mcp/js)
+mcp: $(STAMP)
+	$(BIN)/pytest -q tests/mcp
+
 # benchmarks against the peers (not part of `make test`; ARGS=--quick for a smoke run)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r benchmarks/requirements-profile.txt
 	$(BIN)/python benchmarks/run.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/interop/.cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/interop/.cache tests/mcp/.cache

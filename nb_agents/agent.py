@@ -29,6 +29,7 @@ from .models.base import Model
 from .session import TurnHandler
 from .stores.base import SessionStore, now_iso
 from .tools import Tool
+from .toolsets import Toolset
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
 
 __all__ = ["Agent", "define_agent", "define_custom_agent"]
@@ -71,7 +72,8 @@ class Agent(BaseAgent):
         authorize: Authorize | None = None,
         tracks_tools: bool = False,
     ) -> None:
-        by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        # a Mapping is kept as it is: a prompt agent's `ToolTable` grows as its toolsets are listed
+        by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
         self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools)
         self.name = name
@@ -100,8 +102,22 @@ class Agent(BaseAgent):
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """The agent's tools by name (empty for a custom agent given none)."""
+        """The agent's tools by name (empty for a custom agent given none).
+
+        A toolset's tools (an MCP server's) are here once a turn has listed them.
+        """
         return dict(self.spec.tools)
+
+    async def aclose(self) -> None:
+        """Close the agent's toolsets (its MCP servers' connections); they reopen on next use."""
+        for toolset in getattr(self.spec.handler, "toolsets", ()):
+            await toolset.aclose()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- invocation -----------------------------------------------------------------
     def start(
@@ -240,6 +256,7 @@ class Agent(BaseAgent):
 
     pending_sync = twin(pending)
     audit_sync = twin(audit)
+    aclose_sync = twin(aclose)
 
 
 def define_agent(
@@ -247,7 +264,7 @@ def define_agent(
     *,
     model: str | Model,
     system: str | None = None,
-    tools: Sequence[Tool] = (),
+    tools: Sequence[Tool | Toolset] = (),
     store: SessionStore | None = None,
     use: Sequence[Middleware] = (),
     config: Any = None,
@@ -262,7 +279,9 @@ def define_agent(
         name: The agent's name.
         model: A model object or a ``provider/model`` name.
         system: The system prompt (re-sent each turn, never stored).
-        tools: Tools, interrupts and resumable tools the model may call.
+        tools: Tools, interrupts and resumable tools the model may call, and
+            toolsets such as MCP servers (`nb_agents.mcp.MCPServer`): those are
+            connected on the first turn and listed at the start of each turn.
         store: A session store, or None for client-managed state.
         use: Middleware, e.g. ``[ToolApproval(allowed_tools=[...])]``.
         config: Model configuration passed in each request.

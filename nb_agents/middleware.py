@@ -41,8 +41,10 @@ class ToolApproval(Middleware):
     """Hold every tool call not in `allowed_tools` until it is approved.
 
     A held call pauses the turn with ``{"message": "Tool not in approved list:
-    <name>"}``. Approve by restarting it with ``resumed.toolApproved = true``
+    <name>"}`` (plus the tool's ``approval_info``, e.g. an MCP tool's server and
+    annotations). Approve by restarting it with ``resumed.toolApproved = true``
     (`ApprovalHold.approve`, `AgentInterrupt.approve`); deny by responding.
+    A tool whose ``needs_approval`` is False is never held.
 
     Args:
         allowed_tools: Tool names that run without asking. Empty gates all.
@@ -55,9 +57,12 @@ class ToolApproval(Middleware):
         self.allowed_tools = frozenset(allowed_tools)
 
     async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
-        if ctx.name in self.allowed_tools or _approved(ctx.resumed):
+        tool = ctx.tool
+        exempt = tool is not None and tool.approval_needed(ctx) is False  # e.g. an MCP readOnlyHint
+        if exempt or ctx.name in self.allowed_tools or _approved(ctx.resumed):
             return await call_next(input, ctx)
-        raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}"})
+        extra = tool.approval_info if tool is not None else None
+        raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})})
 
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:

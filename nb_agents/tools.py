@@ -64,6 +64,8 @@ class ToolContext:
         idempotency_key: Stable for this call of this answer: the same when the
             call runs again after a takeover or an explicit retry. Pass it to a
             downstream API that deduplicates (a payment's idempotency key).
+        tool: The `Tool` being called (None when the agent has no such tool), so
+            middleware can read its approval metadata.
     """
 
     def __init__(
@@ -77,6 +79,8 @@ class ToolContext:
         session: Any = None,
         context: dict[str, Any] | None = None,
         idempotency_key: str = "",
+        tool: Tool | None = None,
+        send_chunk: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
         self.name = name
         self.idempotency_key = idempotency_key
@@ -86,6 +90,17 @@ class ToolContext:
         self.metadata = metadata or {}
         self.session = session
         self.context: dict[str, Any] = context if context is not None else {}
+        self.tool = tool
+        self._send_chunk = send_chunk
+
+    async def send_chunk(self, chunk: Any) -> None:
+        """Stream a chunk to the caller while the tool runs (dropped when nobody listens).
+
+        Takes what `TurnContext.send_chunk` takes: an ``AgentStreamChunk``, a
+        ``ModelResponseChunk`` or the dict of one.
+        """
+        if self._send_chunk is not None:
+            await self._send_chunk(chunk)
 
     def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
         """Pause the turn with `data` (raises `Interrupt`)."""
@@ -94,7 +109,20 @@ class ToolContext:
 
 class Tool:
     """A tool the model can call. Build one with `tool`, `define_interrupt` or
-    `resumable_tool` rather than directly."""
+    `resumable_tool` rather than directly.
+
+    Attributes:
+        needs_approval: Whether `ToolApproval` must hold a call: True, False
+            (it never does), or None (its allowlist decides, the default).
+        annotations: Hints about the tool's behaviour (MCP's ``readOnlyHint``,
+            ``destructiveHint``, ...), or None.
+        approval_info: Extra pause data a `ToolApproval` hold of this tool
+            carries (what the approval form shows), or None.
+    """
+
+    needs_approval: bool | None = None
+    annotations: dict[str, Any] | None = None
+    approval_info: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -153,6 +181,10 @@ class Tool:
                 metadata=meta,
             )
         return self._definition
+
+    def approval_needed(self, ctx: ToolContext) -> bool | None:
+        """Whether `ToolApproval` must hold this call (`needs_approval` unless a kind knows better)."""
+        return self.needs_approval
 
     # -- validation ----------------------------------------------------------
     def parse_input(self, raw: Any) -> BaseModel:

@@ -19,6 +19,7 @@ from ..middleware import Middleware
 from ..models.base import Model, resolve_model
 from ..session import Session, TurnContext
 from ..tools import Tool
+from ..toolsets import Toolset, ToolTable, is_toolset
 from ..types import (
     AgentInput,
     AgentStreamChunk,
@@ -52,7 +53,7 @@ class PromptTurn:
         *,
         model: str | Model,
         system: str | None,
-        tools: Sequence[Tool],
+        tools: Sequence[Tool | Toolset],
         use: Sequence[Middleware],
         config: Any,
         max_turns: int,
@@ -60,22 +61,40 @@ class PromptTurn:
         self._model_spec = model
         self._model: Model | None = None
         self.system = system
-        self.tools: dict[str, Tool] = {}
+        fixed: dict[str, Tool] = {}
+        toolsets: list[Toolset] = []
         for t in tools:
-            if t.name in self.tools:
+            if is_toolset(t):
+                toolsets.append(t)  # type: ignore[arg-type]  # is_toolset said so
+                continue
+            assert isinstance(t, Tool)
+            if t.name in fixed:
                 raise ValueError(f"two tools are named '{t.name}'")
-            self.tools[t.name] = t
+            fixed[t.name] = t
+        self.toolsets = toolsets
+        self.tools: ToolTable = ToolTable(fixed, toolsets)
         self.use = list(use)
         self.config = config
         self.max_turns = max_turns
-        self._runner = ToolRunner(self.tools, self.use)
         self._model_wrappers = [mw for mw in self.use if type(mw).wrap_model is not Middleware.wrap_model]
-        self._definitions = [t.definition() for t in self.tools.values()]
+        self._rebuilt()
         self._preamble = (
             [Message(role="system", content=[Part(text=system)], metadata={"preamble": True})]
             if system
             else []
         )
+
+    def _rebuilt(self) -> None:
+        self._runner = ToolRunner(self.tools, self.use)
+        self._definitions = [t.definition() for t in self.tools.values()]
+
+    async def _list_toolsets(self) -> ToolRunner:
+        """List every toolset (they cache and reconnect); the runner for this turn's tools."""
+        if self.toolsets:
+            listings = [await ts.list_tools() for ts in self.toolsets]
+            if self.tools.rebuild(listings):
+                self._rebuilt()
+        return self._runner
 
     @property
     def model(self) -> Model:
@@ -100,9 +119,12 @@ class PromptTurn:
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message
         index = 0
+        runner = await self._list_toolsets()
         if inp.resume is not None:
             # the invocation has validated the answers (before claiming the snapshot)
-            paused, tool_msg, model_msg = await self._runner.resume(inp.resume, messages[-1], ctx)
+            if self.toolsets:  # checked against stand-ins if the toolsets were not listed yet
+                validate_resume(inp.resume, messages, self.tools)
+            paused, tool_msg, model_msg = await runner.resume(inp.resume, messages[-1], ctx)
             messages[-1] = model_msg
             if paused:
                 return await self._pause(ctx, model_msg)
@@ -121,7 +143,7 @@ class PromptTurn:
                 reason = response.resolved_finish_reason()
                 ctx.finish_reason = reason if reason in _MODEL_REASONS else "other"  # type: ignore[assignment]
                 return msg
-            outcomes = await self._runner.run(requests, ctx, restarted=False)
+            outcomes = await runner.run(requests, ctx, restarted=False)
             if any(isinstance(o, Paused) for o in outcomes):
                 paused_msg = mark_paused(msg, requests, dict(enumerate(outcomes)))
                 messages.append(paused_msg)
@@ -148,10 +170,11 @@ class PromptTurn:
 
     async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
         model = self.model
+        definitions = self._definitions
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],
             config=merged_config(self.config, ctx.config),
-            tools=self._definitions,
+            tools=definitions,
             tool_choice=None,
             output=None,
         )

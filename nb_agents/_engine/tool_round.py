@@ -78,6 +78,8 @@ class ToolRunner:
             session=turn.session,
             context=turn.context,
             idempotency_key=hashlib.sha256(key.encode()).hexdigest()[:32],
+            tool=self.tools.get(tr.name),
+            send_chunk=turn.send_chunk,
         )
         call = self._calls.get(tr.name)
         try:

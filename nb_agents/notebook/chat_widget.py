@@ -27,6 +27,7 @@ from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .message_box import MessageBox
+from .progress import progress_bars
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
@@ -191,6 +192,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         stream = reply.children[0]
         stream.value = _ASSISTANT
         streamed, tools = "", ""
+        bars: dict[tuple[str, str, str], str] = {}
         try:
             turn = self.chat.send_stream(text)
             async for chunk in turn:
@@ -198,7 +200,8 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                stream.value = _ASSISTANT + tools + stream_html(streamed)
+                bars = progress_bars(bars, chunk)  # MCP progress notifications
+                stream.value = _ASSISTANT + tools + "".join(bars.values()) + stream_html(streamed)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
             stream.value = (

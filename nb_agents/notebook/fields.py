@@ -2,7 +2,8 @@
 
 `schema_field` turns a schema into a `Field`: a widget plus ``get()``, the
 JSON value the widget holds. It understands ``$defs``/``$ref``, ``anyOf``
-with ``null`` (Optional), ``enum``/``const`` (Literal, Enum), number bounds
+with ``null`` (Optional), ``enum``/``const`` (Literal, Enum; ``enumNames`` label the
+values), number bounds
 (shown next to the label), nested objects and arrays of primitives. Anything
 else (unions, maps, arrays of objects, recursive models) falls back to a JSON
 text area, so every schema gets a form. Labels come from the schema's titles, else the field name in words
@@ -245,7 +246,9 @@ def _escape(text: str) -> str:
 
 def _enum_field(schema: dict[str, Any], value: Any, label: str, optional: bool) -> Field:
     choices = list(schema["enum"])
-    options: list[tuple[str, Any]] = [(_dump(c), c) for c in choices]
+    names = schema.get("enumNames")  # titles for the values (MCP elicitation schemas carry them)
+    labels = [str(n) for n in names] if isinstance(names, list) and len(names) == len(choices) else None
+    options: list[tuple[str, Any]] = [(labels[i] if labels else _dump(c), c) for i, c in enumerate(choices)]
     if optional:
         options.insert(0, ("—", None))
     start = _initial(schema, value)

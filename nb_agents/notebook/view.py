@@ -39,7 +39,9 @@ from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .elicitation import ElicitationForm, is_elicitation
 from .forms import InterruptForm
+from .progress import progress_bars
 from .records import form_record_html, turn_record_bundle
 
 __all__ = ["TurnView", "agent_tools"]
@@ -94,7 +96,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.tools = agent_tools(self.chat)
         note = response.text
         self.forms = [
-            InterruptForm(i, self.tools.get(i.name), on_answer=self._on_answer, note=note if n == 0 else "")
+            ElicitationForm(i, self.tools.get(i.name), on_answer=self._on_answer)
+            if is_elicitation(i)
+            else InterruptForm(
+                i, self.tools.get(i.name), on_answer=self._on_answer, note=note if n == 0 else ""
+            )
             for n, i in enumerate(response.interrupts)
         ]
         self.task: asyncio.Task[AgentResponse | None] | None = None
@@ -171,6 +177,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
         text, tools = "", ""
+        bars: dict[tuple[str, str, str], str] = {}
         try:
             turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata)
             async for chunk in turn:
@@ -178,7 +185,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 mc = chunk.model_chunk
                 if mc is not None and mc.role == "tool":
                     tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                self.stream.value = tools + stream_html(text)
+                bars = progress_bars(bars, chunk)  # MCP progress notifications
+                self.stream.value = tools + "".join(bars.values()) + stream_html(text)
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""

@@ -1,0 +1,289 @@
+"""One live MCP session, owned by a task on nb_agents' private event loop.
+
+The MCP SDK's transports and `ClientSession` are anyio context managers that
+must be entered and left by the same task. `Connection` runs that task (the
+*owner*) on nb_agents' private loop (`nb_agents._sync.portal_loop`), which is
+always running: a notebook may use the same server from ``await chat.send``
+(the kernel's loop), ``chat.send_sync`` (the private loop) and a form's click
+(the kernel's loop again), and a session bound to the kernel's loop would
+deadlock while a sync call blocks that loop. Everything that touches the
+session runs here; `MCPServer` hands work over with `on_portal`.
+
+The owner relays the transport's messages to the session, so it sees the
+moment a server goes away (a stdio server's output closes, an HTTP transport
+fails): the connection is marked dead, every call in flight fails with a
+`MCPConnectionError` naming the server, and the next use reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from .. import _sync
+from .calls import Call, Dispatch
+from .errors import MCPConnectionError
+
+__all__ = ["Connection", "Transport", "describe", "on_portal"]
+
+T = TypeVar("T")
+
+Transport = Callable[["Connection"], contextlib.AbstractAsyncContextManager[tuple[Any, ...]]]
+"""Opens the transport: an async context manager yielding ``(read, write, ...)`` streams."""
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on the private loop and wait for it from whichever loop we are on."""
+    loop = _sync.portal_loop()
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+def describe(exc: BaseException) -> str:
+    """An exception (or the first leaf of an exception group) as ``Type: message``."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class StderrTail:
+    """A pipe a stdio server writes its stderr to: lines go to the server's logger at
+    DEBUG, and the last ones are kept for the error message when it dies."""
+
+    def __init__(self, logger: logging.Logger, keep: int = 20) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=keep)
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "r", errors="replace")
+        self._logger = logger
+        threading.Thread(target=self._pump, name=f"{logger.name}-stderr", daemon=True).start()
+
+    def _pump(self) -> None:
+        with self._reader:
+            for line in self._reader:
+                line = line.rstrip()
+                if line:
+                    self.lines.append(line)
+                    self._logger.debug("stderr: %s", line)
+
+    def close_writer(self) -> None:
+        """Our copy of the write end (the child keeps its own; EOF comes when it exits)."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+    def tail(self) -> str:
+        return "\n".join(self.lines)
+
+
+class Connection:
+    """A session with one MCP server. Create, `start` and use it on the private loop only.
+
+    Args:
+        server: The server's name (for errors and the logger).
+        transport: Opens the transport (see `Transport`).
+        logger: Where the server's log messages go.
+        timeout: Seconds to wait for the server to start and initialize.
+    """
+
+    def __init__(self, server: str, transport: Transport, logger: logging.Logger, timeout: float) -> None:
+        self.server = server
+        self._transport = transport
+        self.logger = logger
+        self.timeout = timeout
+        self.session: Any = None
+        self.dispatch = Dispatch()
+        self.calls: set[Call] = set()
+        self.dead = asyncio.Event()
+        self.error: BaseException | None = None
+        self.stderr: StderrTail | None = None
+        self.tools_stale = False
+        self._stop = asyncio.Event()
+        self._closing = False
+        self._owner: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the transport and initialize; raises `MCPConnectionError` when it cannot."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.ensure_future(self._own(ready))
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.timeout)
+        except TimeoutError:
+            await self.close()
+            raise self.failure(f"did not start within {self.timeout:g} s") from None
+        except MCPConnectionError:
+            raise
+        except BaseException as exc:
+            raise self.failure(f"could not be started: {describe(exc)}") from exc
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        import anyio
+        from mcp import ClientSession
+        from mcp.types import Implementation
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(self._transport(self))
+                if self.stderr is not None:
+                    self.stderr.close_writer()
+                tg = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(tg.cancel_scope.cancel)
+                to_session, from_relay = anyio.create_memory_object_stream[Any](0)
+                tg.start_soon(self._relay, streams[0], to_session)
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        from_relay,
+                        streams[1],
+                        elicitation_callback=self._on_elicit,
+                        logging_callback=self._on_log,
+                        message_handler=self._on_message,
+                        client_info=Implementation(name="nb_agents", version=_version()),
+                    )
+                )
+                await session.initialize()
+                self.session = session
+                ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - the connection's end, whatever it was
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(describe(exc)))
+            elif not self._stop.is_set():
+                self.error = exc
+        finally:
+            if self.stderr is not None:
+                self.stderr.close_writer()  # also when the process never started
+            self._died(self.error)
+
+    async def _relay(self, source: Any, sink: Any) -> None:
+        """Pass messages on to the session; when the transport's stream ends, the server is gone."""
+        async with sink:
+            async for message in source:
+                await sink.send(message)
+        if not self._stop.is_set():
+            self._died(None)
+
+    def _died(self, error: BaseException | None) -> None:
+        if self.dead.is_set():
+            return
+        self.dead.set()
+        self._stop.set()
+        if error is None and self.session is not None and not self._closing:
+            reason = self.failure("closed the connection (the server exited?)")
+        else:
+            reason = self.failure(f"failed: {describe(error)}" if error else "was closed")
+        for call in list(self.calls):
+            call.abandon(reason)
+        self.calls.clear()
+
+    def mark_dead(self) -> None:
+        """Take the connection for gone (a call found it closed); the next use reconnects."""
+        self._died(None)
+        if self._owner is not None and not self._owner.done():
+            self._stop.set()
+
+    async def close(self) -> None:
+        """Close the session and the transport (a stdio server is stopped)."""
+        self._closing = True
+        self._stop.set()
+        if self._owner is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(self._owner), 10.0)
+        self._died(None)
+
+    def failure(self, what: str) -> MCPConnectionError:
+        """The error for this server, with the last lines it wrote to stderr."""
+        tail = self.stderr.tail() if self.stderr is not None else ""
+        said = f"\nits last words on stderr:\n{tail}" if tail else ""
+        return MCPConnectionError(f"MCP server '{self.server}' {what}{said}", server=self.server)
+
+    # -- what the server sends -------------------------------------------------------------
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        from mcp import types
+
+        call = self.dispatch.active
+        if call is None:  # nothing of ours is running: no one to ask
+            return types.ErrorData(code=types.INVALID_REQUEST, message="no tool call is waiting for input")
+        answer = await call.ask(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return types.ElicitResult.model_validate(answer)
+
+    async def _on_log(self, params: Any) -> None:
+        data = params.data
+        text = data if isinstance(data, str) else _json(data)
+        where = f"{params.logger}: " if getattr(params, "logger", None) else ""
+        self.logger.log(_LEVELS.get(str(params.level), logging.INFO), "%s%s", where, text)
+
+    async def _on_message(self, message: Any) -> None:
+        root = getattr(message, "root", None)
+        if getattr(root, "method", None) == "notifications/tools/list_changed":
+            self.tools_stale = True
+        elif isinstance(message, Exception):
+            self.logger.warning("transport error: %s", describe(message))
+
+    # -- requests ----------------------------------------------------------------------------
+    async def list_tools(self) -> list[Any]:
+        """Every tool the server lists (all pages)."""
+        from mcp.types import PaginatedRequestParams
+
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(1000):  # a bound: a server that pages forever is a broken server
+            page = await self.session.list_tools(
+                params=PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if not cursor:
+                break
+        self.tools_stale = False
+        return tools
+
+    def new_call(self, name: str, arguments: dict[str, Any]) -> Call:
+        """A call of tool `name` (not started: ``await call.start()``)."""
+
+        async def run(call: Call) -> Any:
+            try:
+                return await self.session.call_tool(name, arguments, progress_callback=call.on_progress)
+            finally:
+                self.calls.discard(call)
+
+        call = Call(self.dispatch, run, name)
+        self.calls.add(call)
+        return call
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nb_agents")
+    except PackageNotFoundError:
+        return "0"
