@@ -27,7 +27,7 @@ import ipywidgets as widgets
 
 from ..interrupts import AgentInterrupt
 from ..mcp.elicitation import ElicitationRequest
-from ..render import error_html
+from ..render import error_html, interrupt_summary
 from ..tools import Tool
 from .fields import Field, FieldError, schema_field
 from .forms import Answer
@@ -110,6 +110,7 @@ class ElicitationForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
         on_answer: Callable[[Any], None] | None = None,
     ) -> None:
         super().__init__()
+        self.summary = interrupt_summary(interrupt.part)  # what the turn's record says was asked
         request = ElicitationRequest.claim(interrupt)
         if request is None:
             raise ValueError(f"interrupt {interrupt.name!r} is not an MCP elicitation request")

@@ -12,6 +12,7 @@ JSON behind a toggle; `changes_html` draws what an edit changed.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,7 @@ class Summary:
     note: str = ""  # the model's own text that came with the call
     rows: list[tuple[str, Any, str]] = field(default_factory=list)  # (label, value, help)
     raw: dict[str, Any] = field(default_factory=dict)
+    mcp: dict[str, Any] | None = None  # the MCP server, tool and annotations a pause comes from
 
 
 def _prose(source: Any) -> tuple[str, str | None]:
@@ -115,7 +117,9 @@ def interrupt_summary(
         rows.append(("Input", tr.input, ""))
     raw = {"input": tr.input, **({"pause data": data} if data else {})}
     kind = "approval" if (held if approval is None else approval) else "question"
-    return Summary(tr.name, str(title), kind, question, note.strip(), rows, raw)
+    mcp = data.get("mcp")
+    origin = mcp if isinstance(mcp, dict) and "server" in mcp else None
+    return Summary(tr.name, str(title), kind, question, note.strip(), rows, raw, origin)
 
 
 def value_html(value: Any, depth: int = 0) -> str:
@@ -167,6 +171,8 @@ def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") 
         f'<b class="{NO_TYPESET}">{esc(summary.title)}</b></div>'
     )
     parts = [head]
+    if summary.mcp is not None:
+        parts.append(mcp_html(summary.mcp))
     if summary.question:
         parts.append(markdown_html(summary.question, cls="nba-question"))
     if summary.note:
@@ -224,3 +230,16 @@ def changes_html(rows: list[tuple[str, Any, Any]]) -> str:
         f'<div class="nba-changes {NO_TYPESET}"><span style="{MUTED}">Your changes</span>'
         f'<table style="border-collapse:collapse">{body}</table></div>'
     )
+
+
+def mcp_html(mcp: dict[str, Any]) -> str:
+    """Which MCP server and tool a pause comes from, and the tool's annotations (hints)."""
+    hints = mcp.get("annotations")
+    marks = (
+        ", ".join(f"{esc(str(k).removesuffix('Hint'))}: {esc(json.dumps(v))}" for k, v in hints.items())
+        if isinstance(hints, dict) and hints
+        else "no annotations"
+    )
+    where = f"MCP server <b>{esc(mcp['server'])}</b> · tool <code>{esc(mcp.get('tool', ''))}</code>"
+    tail = f" · {marks}" if "annotations" in mcp else ""
+    return f'<div class="nba-mcp" style="{MUTED}">{where}{tail}</div>'

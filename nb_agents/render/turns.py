@@ -108,25 +108,7 @@ def interrupt_html(part: Part, *, tools: Mapping[str, Any] | None = None, note: 
         description=getattr(tool, "description", None),
         note=note,
     )
-    data = (part.metadata or {}).get("interrupt")
-    where = mcp_html(data) if isinstance(data, dict) else ""
-    return f'<div class="nba-interrupt" style="{_PAUSE}">{summary_html(summary)}{where}</div>'
-
-
-def mcp_html(data: dict[str, Any]) -> str:
-    """Which MCP server and tool a pause comes from, and the tool's annotations (hints)."""
-    mcp = data.get("mcp")
-    if not isinstance(mcp, dict) or "server" not in mcp:
-        return ""
-    hints = mcp.get("annotations")
-    marks = (
-        ", ".join(f"{esc(str(k).removesuffix('Hint'))}: {esc(to_json(v))}" for k, v in hints.items())
-        if isinstance(hints, dict) and hints
-        else "no annotations"
-    )
-    where = f"MCP server <b>{esc(mcp['server'])}</b> · tool <code>{esc(mcp.get('tool', ''))}</code>"
-    tail = f" · {marks}" if "annotations" in mcp else ""
-    return f'<div class="nba-mcp" style="{MUTED}">{where}{tail}</div>'
+    return f'<div class="nba-interrupt" style="{_PAUSE}">{summary_html(summary)}</div>'
 
 
 def interrupt_text(part: Part, *, tools: Mapping[str, Any] | None = None) -> str:

@@ -53,6 +53,8 @@ def http_url(notes_dir: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def _web(url: str, open_servers: list[MCPServer], token: str = TOKEN, **options: object) -> MCPServer:
