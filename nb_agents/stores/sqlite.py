@@ -19,6 +19,12 @@ thread), or on another process. The database runs in WAL mode: readers
 never wait for the writer. Pooled connections are closed by `close`, or when
 the store is garbage-collected, or at interpreter exit; a forked child keeps
 the ones it inherited referenced and unused (SQLite forbids using them there).
+
+A save wakes the `wait_changed` waiters of its row in this process (every
+store of the same file shares them); a save from another process is noticed
+only when the waiter's timeout runs out. A database of schema version 2 is
+migrated to version 3 in place on first use (`._sqlite_rows`); an older or
+newer one is refused.
 """
 
 from __future__ import annotations
@@ -30,14 +36,17 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
 from ..errors import FailedPreconditionError
 from ._base import BaseSessionStore
+from ._changes import shared
 from ._delta import MessageCache
-from ._sqlite_rows import SCHEMA, SCHEMA_VERSION, Rows
+from ._sqlite_rows import MIGRATE, SCHEMA, SCHEMA_VERSION, Rows
+from .base import HEARTBEAT_TIMEOUT
 
 __all__ = ["SqliteSessionStore"]
 
@@ -96,6 +105,9 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         path: The database file; created with its tables if missing.
         synchronous: SQLite's ``PRAGMA synchronous``. ``"NORMAL"`` (the default)
             survives a crash of the process; ``"FULL"`` also a power loss.
+        heartbeat_timeout: When a pending row whose heartbeat is older reads
+            ``expired`` (seconds or a `timedelta`; every process on the file
+            should agree).
 
     Example:
         >>> import tempfile, os
@@ -105,13 +117,20 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
 
     poll_interval = 0.1
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT,
+    ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, got {synchronous!r}")
         self.path = os.fspath(path)
         if self.path == ":memory:" or not self.path:
             raise ValueError("SqliteSessionStore needs a file path; use InMemorySessionStore for memory")
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        super().__init__(heartbeat_timeout=heartbeat_timeout, changes=shared(os.path.realpath(self.path)))
         self._synchronous = synchronous.upper()
         # writes that fsync at each commit never run on the loop
         self._inline_writes = self._synchronous in ("OFF", "NORMAL")
@@ -251,11 +270,14 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION):
+            if version not in (0, SCHEMA_VERSION, *MIGRATE):
+                readable = ", ".join(str(v) for v in sorted({*MIGRATE, SCHEMA_VERSION}))
                 raise FailedPreconditionError(
-                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads version "
-                    f"{SCHEMA_VERSION} only: use a new database file."
+                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads versions "
+                    f"{readable} (migrating older ones to {SCHEMA_VERSION}): use a new database file."
                 )
+            for stmt in MIGRATE.get(version, ()):
+                conn.execute(stmt)
             for stmt in SCHEMA:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
