@@ -281,8 +281,12 @@ class SessionStore(Protocol):
     """
 
     poll_interval: float
-    heartbeat_timeout: timedelta
-    heartbeat_interval: timedelta
+
+    @property
+    def heartbeat_timeout(self) -> timedelta: ...
+
+    @property
+    def heartbeat_interval(self) -> timedelta: ...
 
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read, by `heartbeat_timeout`), or None."""

@@ -128,7 +128,7 @@ class FenceChecks:
         assert await store.replace_claim("root", ResumeClaim("d1", "kid", 1), "d1", "kid") is None
         ran: list[object] = []
 
-        def stale(cur: SessionSnapshot | None) -> SessionSnapshot:
+        def stale(cur: SessionSnapshot | None) -> SessionSnapshot | None:
             ran.append(cur)
             return _append("stale")(cur)
 
