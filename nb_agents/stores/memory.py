@@ -113,6 +113,7 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
         self, write: bool, fn: Callable[Concatenate[_Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         with self._lock:
+            self._data.evict(idle_only=True)  # what reads as gone must be gone before this operation
             out = fn(self._data, *args, **kwargs)
             self._data.evict()
             return out
@@ -240,22 +241,26 @@ class _Rows:
 
     # -- eviction ---------------------------------------------------------------------
     def _touch(self, session_id: str | None) -> None:
-        if session_id and (self.max_sessions is not None or self.ttl is not None):
+        """Mark a session used now (one the store holds: asking for an unknown one adds none)."""
+        bounded = self.max_sessions is not None or self.ttl is not None
+        if bounded and session_id and (session_id in self.by_session or session_id in self.audit_log):
             self.touched[session_id] = time.monotonic()
             self.touched.move_to_end(session_id)
 
-    def evict(self) -> None:
-        """Drop the sessions beyond `max_sessions` (least recent first) and those idle past `ttl`."""
+    def evict(self, *, idle_only: bool = False) -> None:
+        """Drop the sessions idle past `ttl` and, unless `idle_only`, those beyond `max_sessions`
+        (least recent first; never the one used last, which the current operation used)."""
         if not self.touched:
             return
-        over = len(self.touched) - self.max_sessions if self.max_sessions is not None else 0
+        over = len(self.touched) - self.max_sessions if self.max_sessions is not None and not idle_only else 0
         stale_before = time.monotonic() - self.ttl if self.ttl is not None else None
         if over <= 0 and (stale_before is None or next(iter(self.touched.values())) >= stale_before):
             return  # the common case: nothing to do, decided in O(1)
         victims: list[str] = []
+        last = next(reversed(self.touched))
         for session_id, at in self.touched.items():
             stale = stale_before is not None and at < stale_before
-            if over <= len(victims) and not stale:
+            if (over <= len(victims) and not stale) or (session_id == last and not idle_only):
                 break  # the rest were used later
             if not self._busy(session_id):
                 victims.append(session_id)
