@@ -109,8 +109,8 @@ class PgListener:
             self._conn = conn
             try:
                 conn.execute(f"LISTEN {CHANNEL}")
-                self.listening.set()
                 self._changes.notify(None)  # what changed before this LISTEN took effect is unknown
+                self.listening.set()
                 pgconn = conn.pgconn
                 while not stop.is_set():
                     ready, _, _ = select.select([pgconn.socket, wake.fileno()], [], [], _IDLE_WAKE)
