@@ -15,12 +15,12 @@ back exactly (``to_wire()`` equal, unknown fields included):
   the row's, and ``artifacts`` when it is the usual empty list;
 * a tail (the messages a row adds to its base) is JSON, raw-deflated
   against `_ZDICT` (a blob) when that is smaller, else kept as text;
-* agent and owner are columns of the session (`._sqlite_rows`): a row in a
+* agent and owner are columns of the session (`._sqlite_schema`): a row in a
   session leaves them out of its JSON;
 * an audit record is a JSON array without its ids (columns hold them).
 
 Changing any encoding here, `_ZDICT` included, changes what stored bytes mean:
-bump ``SCHEMA_VERSION`` in `._sqlite_rows` with it (and migrate, or read both).
+bump ``SCHEMA_VERSION`` in `._sqlite_schema` with it (and migrate, or read both).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""The tables of `SqliteSessionStore` and every query on them.
+"""The queries of `SqliteSessionStore` on its tables (`._sqlite_schema`).
 
 `Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
-that the store opened on one connection; it never commits. The schema (``PRAGMA user_version`` 3)::
-
-    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first,   -- first: seq of its first snapshot
-               agent, owner                                 -- the session's, for all its rows
-    snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
-               created, kind, meta, state, base_len, tail
-    claims     snap PRIMARY KEY, digest, child, generation   -- WITHOUT ROWID
-    audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
-
-`MIGRATE` brings a version 2 database to 3 in place (in the store's schema
-transaction): the new columns, and each session's agent and owner taken
-from the first of its rows that names them (version 2 kept them in each
-row's ``meta``, where they stay, read only when the session names none).
-A row's agent and owner are its session's (a row without a session keeps
-them in its ``meta``): the first row that names them sets them, and a row
-saved with others reads back with the session's.
+that the store opened on one connection; it never commits. A row's agent and
+owner are its session's (a row without a session keeps them in its
+``meta``): the first row that names them sets them, and a row saved with
+others reads back with the session's.
 
 Values are `._sqlite_codec`'s compact forms. A reference to a snapshot
 (``parent``, a claim's or an audit record's ``snap`` and ``child``) is the
@@ -59,47 +47,7 @@ from ._sqlite_codec import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Rows"]
-
-SCHEMA_VERSION = 3
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS sessions (
-        key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER, agent TEXT, owner TEXT)""",
-    """CREATE TABLE IF NOT EXISTS snapshots (
-        seq INTEGER PRIMARY KEY,
-        id NOT NULL UNIQUE,
-        session INTEGER,
-        parent,
-        leaf INTEGER NOT NULL,
-        rev INTEGER NOT NULL,
-        created,
-        kind INTEGER NOT NULL,
-        meta TEXT,
-        state TEXT,
-        base_len INTEGER,
-        tail)""",
-    "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent)",
-    "CREATE INDEX IF NOT EXISTS snapshots_leaves ON snapshots (session) WHERE leaf = 1",
-    """CREATE TABLE IF NOT EXISTS claims (
-        snap PRIMARY KEY, digest NOT NULL, child NOT NULL, generation INTEGER NOT NULL DEFAULT 1)
-        WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS audit (
-        session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
-        PRIMARY KEY (session, n)) WITHOUT ROWID""",
-)
-
-# What a version 2 database needs to be version 3 (before `SCHEMA`, whose statements it then passes).
-_FIRST_NAMED = """(SELECT json_extract(s.meta, '$.{0}') FROM snapshots s
-        WHERE s.session = sessions.key AND json_valid(s.meta) AND json_type(s.meta, '$.{0}') = 'text'
-        ORDER BY s.seq LIMIT 1)"""
-MIGRATE = {
-    2: (
-        "ALTER TABLE sessions ADD COLUMN agent TEXT",
-        "ALTER TABLE sessions ADD COLUMN owner TEXT",
-        "ALTER TABLE claims ADD COLUMN generation INTEGER NOT NULL DEFAULT 1",
-        f"UPDATE sessions SET agent = {_FIRST_NAMED.format('agent')}, owner = {_FIRST_NAMED.format('owner')}",
-    ),
-}
+__all__ = ["Rows"]
 
 # A row as read: the stored columns, then the parent's and the session's ids, the session's agent and owner.
 _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,

@@ -1,7 +1,7 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
 This module owns the store's connections and transactions and where they run;
-the tables and queries are `._sqlite_rows`'s, the compact values
+the tables are `._sqlite_schema`'s, the queries `._sqlite_rows`', the compact values
 `._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
 turn writes bytes in proportion to what it adds: a row keeps only the
 messages its turn added on top of its parent's, and a read rebuilds the
@@ -23,7 +23,7 @@ the ones it inherited referenced and unused (SQLite forbids using them there).
 A save wakes the `wait_changed` waiters of its row in this process (every
 store of the same file shares them); a save from another process is noticed
 only when the waiter's timeout runs out. A database of schema version 2 is
-migrated to version 3 in place on first use (`._sqlite_rows`); an older or
+migrated to version 3 in place on first use (`._sqlite_schema`); an older or
 newer one is refused.
 """
 
@@ -45,7 +45,8 @@ from ..errors import FailedPreconditionError
 from ._base import BaseSessionStore
 from ._changes import shared
 from ._delta import MessageCache
-from ._sqlite_rows import MIGRATE, SCHEMA, SCHEMA_VERSION, Rows
+from ._sqlite_rows import Rows
+from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
 from .base import HEARTBEAT_TIMEOUT
 
 __all__ = ["SqliteSessionStore"]
