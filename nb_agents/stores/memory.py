@@ -112,10 +112,13 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
     async def _run(
         self, write: bool, fn: Callable[Concatenate[_Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        data = self._data
         with self._lock:
-            self._data.evict(idle_only=True)  # what reads as gone must be gone before this operation
-            out = fn(self._data, *args, **kwargs)
-            self._data.evict()
+            if data.touched:  # bounded, with sessions: what reads as gone must be gone before this
+                data.evict(idle_only=True)
+            out = fn(data, *args, **kwargs)
+            if data.touched:
+                data.evict()
             return out
 
 
