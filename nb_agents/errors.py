@@ -8,7 +8,7 @@ Every error nb_agents raises derives from one root and carries a Genkit status
     │   └── RequestError             an HTTP request refused before it reached an agent
     │                                (too big, not JSON, wrong shape); carries its HTTP code
     ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state, "already resumed"
-    │   └── StaleClaimError          a turn's claim was taken over: its write is refused
+    │   └── StaleClaimError          a write made under a resume claim that was taken over
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
     ├── UnauthenticatedError         UNAUTHENTICATED: no or bad credentials
     ├── PermissionDeniedError        PERMISSION_DENIED: not allowed; a forged state blob
@@ -141,10 +141,40 @@ class FailedPreconditionError(NbAgentsError):
 
 
 class StaleClaimError(FailedPreconditionError):
-    """A claimed turn tried to write after its claim was replaced (a takeover, a retry).
+    """A store refused a write made under a resume claim that is no longer the current one.
 
-    Its result is dropped: another attempt at the same answer owns the outcome.
+    The claim on the paused snapshot was replaced (a takeover after the
+    worker's heartbeat expired, or an explicit retry) or released since the
+    write's turn claimed it; the store wrote nothing. `details` holds the ids
+    and generations: ``parentId``, ``childId``, ``generation`` (the write's)
+    and ``current`` (the claim now, ``{childId, generation}``, or None).
+
+    Example:
+        >>> err = StaleClaimError.of("paused", "resume-1", 1, ("resume-2", 2))
+        >>> err.details["current"]
+        {'childId': 'resume-2', 'generation': 2}
     """
+
+    @classmethod
+    def of(
+        cls, parent_id: str, child_id: str, generation: int, current: tuple[str, int] | None
+    ) -> StaleClaimError:
+        """The error for a write of `child_id` fenced with `generation`, where the claim is now `current`."""
+        now = (
+            f"which is now generation {current[1]} (snapshot {current[0]})"
+            if current is not None
+            else "which is no longer claimed"
+        )
+        return cls(
+            f"Snapshot {child_id} was not written: it runs under generation {generation} of the claim "
+            f"on snapshot {parent_id}, {now}.",
+            details={
+                "parentId": parent_id,
+                "childId": child_id,
+                "generation": generation,
+                "current": {"childId": current[0], "generation": current[1]} if current else None,
+            },
+        )
 
 
 class NotFoundError(NbAgentsError):

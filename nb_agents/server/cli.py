@@ -30,11 +30,13 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from ..agent import Agent
 from ..stores import FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
+from ..stores.base import HEARTBEAT_TIMEOUT
 from .app import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
@@ -61,26 +63,27 @@ def parse_store_url(url: str, *, heartbeat_timeout: float | None = None) -> Sess
         >>> type(parse_store_url("memory://")).__name__
         'InMemorySessionStore'
     """
+    hb = heartbeat_timeout if heartbeat_timeout is not None else HEARTBEAT_TIMEOUT
     scheme, sep, rest = url.partition("://")
     if not sep:
         raise CliError(f"--store {url!r} is not a URL; use {_SCHEMES}")
     if scheme == "memory":
-        return InMemorySessionStore(heartbeat_timeout=heartbeat_timeout)
+        return InMemorySessionStore(heartbeat_timeout=hb)
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
         if not path:
             raise CliError("--store sqlite:/// needs a file path, e.g. sqlite:///agents.db")
-        return SqliteSessionStore(path, heartbeat_timeout=heartbeat_timeout)
+        return SqliteSessionStore(path, heartbeat_timeout=hb)
     if scheme == "file":
         if not rest:
             raise CliError("--store file:// needs a directory, e.g. file:///srv/sessions")
-        return FileSessionStore(rest, heartbeat_timeout=heartbeat_timeout)
+        return FileSessionStore(rest, heartbeat_timeout=hb)
     if scheme in ("postgresql", "postgres"):
-        return _postgres_store(url, heartbeat_timeout)
+        return _postgres_store(url, hb)
     raise CliError(f"--store scheme {scheme!r} is not supported; use {_SCHEMES}")
 
 
-def _postgres_store(url: str, heartbeat_timeout: float | None) -> SessionStore:
+def _postgres_store(url: str, heartbeat_timeout: float | timedelta) -> SessionStore:
     try:
         from ..stores.postgres import PostgresSessionStore
     except ImportError as exc:

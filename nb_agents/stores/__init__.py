@@ -11,11 +11,12 @@ any object that satisfies the `SessionStore` protocol is a store too, and
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .base import AuditRecord, ResumeClaim, SessionStore
+from .base import AuditRecord, Fence, ResumeClaim, SessionStore
 from .memory import InMemorySessionStore
 
 __all__ = [
     "AuditRecord",
+    "Fence",
     "FileSessionStore",
     "InMemorySessionStore",
     "PostgresSessionStore",

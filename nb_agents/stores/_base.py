@@ -4,9 +4,9 @@ A store is two things: where its transactions run, and what it does inside
 one. A subclass supplies
 
 * a transaction object, `StoreTransaction`: the storage primitives (read a
-  row, read it to write it, write it; find, add and drop a claim; append and
-  read audit records; a session's leaves; the session ids), run inside one
-  transaction and never committing;
+  row, read it to write it, write it; find, hold, add, swap and drop a
+  claim; append and read audit records; a session's leaves; the session
+  ids), run inside one transaction and never committing;
 * ``_run(write, fn, *args)``: run ``fn(tx, *args)`` in one transaction of its
   own (under a lock, in a worker thread, on a pooled connection), retried as
   the store must, and return what `fn` returned.
@@ -14,20 +14,21 @@ one. A subclass supplies
 This class holds what every store answers alike, on top of those:
 
 * a save runs the mutator on the row as stored; None writes nothing; the
-  store owns the id, and a row keeps the session it was created in
-  (`apply_mutator`); the audit records of a save are appended in its
-  transaction, only when the row is written;
-* the first claim of a snapshot wins and writes the pending row of its child
-  (unless that row exists) in the claim's transaction; a later claim gets the
-  winner back and writes nothing; only the winner's child releases a claim;
+  store owns the id, and a row keeps the session, agent and owner it was
+  created with (`apply_mutator`); the audit records of a save are appended
+  in its transaction, only when the row is written; a fenced save checks
+  the claim first (holding it until it commits) and raises
+  `StaleClaimError` without running the mutator when it is not the fence's;
+* the first claim of a snapshot wins (generation 1) and writes the pending
+  row of its child (unless that row exists) in the claim's transaction; a
+  later claim gets the winner back and writes nothing; a replacement wins
+  when the claim is still the expected one (or gone) and makes the next
+  generation; only the winner's child releases a claim;
 * a session's latest snapshot is its newest leaf (`leaves`);
-* a pending row whose heartbeat is older than the store's ``heartbeat_timeout``
-  reads ``expired`` (`effective_status`);
-* a claim has a generation: `replace_claim` swaps a claim that is still the
-  expected one for the next generation, and a save fenced with a replaced
-  generation writes nothing and raises `StaleClaimError`;
-* `wait_changed` sleeps a poll interval (a store that can be told of changes,
-  PostgreSQL by ``NOTIFY``, wakes its waiters sooner).
+* a pending row whose heartbeat is older than the store's
+  ``heartbeat_timeout`` reads ``expired`` (`effective_status`);
+* every committed write of a row wakes the waiters of that row in this
+  process (`._changes`); ``wait_changed`` waits there.
 
 A store that does not subclass it (a third-party one) only has to satisfy
 the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
@@ -35,14 +36,22 @@ the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from ..errors import StaleClaimError
 from ..types import SessionSnapshot
-from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator, effective_status
+from ._changes import Changes
+from .base import (
+    HEARTBEAT_TIMEOUT,
+    AuditRecord,
+    Fence,
+    ResumeClaim,
+    SnapshotMutator,
+    effective_status,
+)
+from .base import heartbeat_timeout as as_timeout
 
 __all__ = [
     "READ",
@@ -71,8 +80,11 @@ class StoreTransaction(Protocol):
         """As `get`, for a `write` of the same row later in the transaction (lock it, keep what it needs)."""
         ...
 
-    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
-        """Store `new` as the row `snapshot_id`, which `load` read as `current`."""
+    def write(
+        self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot
+    ) -> SessionSnapshot:
+        """Store `new` as the row `snapshot_id`, which `load` read as `current`; returns the
+        row as it reads back (`new`, or `new` with its session's agent and owner)."""
         ...
 
     def leaves(self, session_id: str) -> Iterable[tuple[str, str]]:
@@ -87,12 +99,24 @@ class StoreTransaction(Protocol):
         """The claim on `snapshot_id`, if any."""
         ...
 
+    def hold_claim(self, snapshot_id: str, *, exclusive: bool) -> ResumeClaim | None:
+        """As `find_claim`, and no other transaction replaces or drops it until this one ends.
+
+        `exclusive` (before a `swap_claim`) also keeps other holders out; a
+        store whose write transactions exclude each other anyway just finds it.
+        """
+        ...
+
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         """Record `claim`; `find_claim` found none in this transaction.
 
         A store whose transactions may not see a claim committed meanwhile
         (Postgres's READ COMMITTED) raises instead, to run the transaction again.
         """
+        ...
+
+    def swap_claim(self, snapshot_id: str, old: ResumeClaim, new: ResumeClaim) -> None:
+        """Replace `old`, which this transaction holds (`hold_claim`), with `new`."""
         ...
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
@@ -115,15 +139,19 @@ def apply_mutator(
     snapshot_id: str, current: SessionSnapshot | None, mutator: SnapshotMutator
 ) -> SessionSnapshot | None:
     """Run a save's mutator with the rules every store shares: the store owns
-    the id, and a row keeps the session it was created in."""
+    the id, and a row keeps the session, agent and owner it was created with."""
     new = mutator(current)
     if new is None:
         return None
+    keep: dict[str, str] = {}
     if new.snapshot_id != snapshot_id:
-        new = new.model_copy(update={"snapshot_id": snapshot_id})
-    if current is not None and current.session_id and new.session_id != current.session_id:
-        new = new.model_copy(update={"session_id": current.session_id})
-    return new
+        keep["snapshot_id"] = snapshot_id
+    if current is not None:
+        for field in ("session_id", "agent", "owner"):
+            was = getattr(current, field)
+            if was and getattr(new, field) != was:
+                keep[field] = was
+    return new.model_copy(update=keep) if keep else new
 
 
 def pending_mutator(pending: SessionSnapshot) -> SnapshotMutator:
@@ -144,38 +172,38 @@ def with_effective_status(
 class BaseSessionStore(Generic[Tx]):
     """A `SessionStore` from a store's transactions and storage primitives.
 
-    Subclasses implement `_run` with their `StoreTransaction`, and `close`
-    when they hold connections. Every store is a context manager (sync and
-    async) that closes it.
+    Subclasses call ``super().__init__(heartbeat_timeout=...)`` and implement
+    `_run` with their `StoreTransaction`, and `close` when they hold
+    connections. Every store is a context manager (sync and async) that closes it.
 
     Attributes:
         poll_interval: Seconds between reads when a turn waits on another.
-        heartbeat_timeout: How old a pending row's heartbeat may be before the
-            row reads ``expired`` (and its claim may be taken over).
-        heartbeat_interval: How often a running turn refreshes it (half the timeout).
+        heartbeat_timeout: When a pending row with an older heartbeat reads ``expired``.
     """
 
     poll_interval: float = 0.1
     heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT
 
+    def __init__(
+        self, *, heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT, changes: Changes | None = None
+    ) -> None:
+        self.heartbeat_timeout = as_timeout(heartbeat_timeout)
+        self._changes = changes if changes is not None else Changes()
+
     @property
     def heartbeat_interval(self) -> timedelta:
+        """How often the engine refreshes a running turn's heartbeat: half of `heartbeat_timeout`."""
         return self.heartbeat_timeout / 2
-
-    def _set_heartbeat(self, timeout: float | timedelta | None) -> None:
-        """For a constructor's ``heartbeat_timeout=`` (seconds or a timedelta; None keeps 60 s)."""
-        if timeout is None:
-            return
-        value = timeout if isinstance(timeout, timedelta) else timedelta(seconds=timeout)
-        if value <= timedelta(0):
-            raise ValueError(f"heartbeat_timeout must be positive, got {timeout!r}")
-        self.heartbeat_timeout = value
 
     async def _run(
         self, write: bool, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``fn(tx, *args, **kwargs)`` in one transaction (a write one when `write`)."""
         raise NotImplementedError
+
+    def _changed(self, snapshot_id: str) -> None:
+        """A write of the row committed: wake its waiters (a store may also tell other processes)."""
+        self._changes.notify(snapshot_id)
 
     # -- the protocol ---------------------------------------------------------------
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
@@ -195,15 +223,19 @@ class BaseSessionStore(Generic[Tx]):
         fence: Fence | None = None,
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        if fence is None:
-            return await self._run(WRITE, _save, snapshot_id, mutator, audit)
-        return await self._run(WRITE, _fenced_save, snapshot_id, mutator, audit, fence)
+        written = await self._run(WRITE, _save, snapshot_id, mutator, audit, fence)
+        if written is not None:
+            self._changed(snapshot_id)
+        return written
 
     async def claim_resume(
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
     ) -> ResumeClaim | None:
-        """Claim the resume of `snapshot_id`: None if this call won, else the winner."""
-        return await self._run(WRITE, _claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+        won = await self._run(WRITE, _claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        if won is None and pending is not None:
+            self._changed(child_id)
+        return won
 
     async def replace_claim(
         self,
@@ -214,17 +246,23 @@ class BaseSessionStore(Generic[Tx]):
         *,
         pending: SessionSnapshot | None = None,
     ) -> ResumeClaim | None:
-        """Swap the claim for the next generation if it is still `expected` (see `SessionStore`)."""
+        """Make the claim the next generation if it is still `expected`: None if this call won."""
         new = ResumeClaim(digest, child_id, expected.generation + 1)
-        return await self._run(WRITE, _replace, snapshot_id, expected, new, pending)
-
-    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
-        """Return when the row may have changed, or after `timeout` seconds (here: a poll interval)."""
-        await asyncio.sleep(max(0.0, min(timeout, self.poll_interval)))
+        won = await self._run(WRITE, _replace, snapshot_id, expected, new, pending)
+        if won is None and pending is not None:
+            self._changed(child_id)
+        return won
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
         """Drop the claim made for `child_id` (its turn was aborted)."""
         await self._run(WRITE, _release, snapshot_id, child_id)
+
+    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
+        """Until a save of the row through this store (in this process), or `timeout` seconds.
+
+        Returns at once when the row is no longer pending (see `SessionStore.wait_changed`).
+        """
+        await self._changes.wait(snapshot_id, timeout, lambda: self._run(READ, _settled, snapshot_id))
 
     async def session_ids(self) -> list[str]:
         """Every session id with at least one snapshot, oldest first."""
@@ -270,52 +308,31 @@ def _latest(tx: StoreTransaction, session_id: str) -> SessionSnapshot | None:
     return tx.get(found[1]) if found is not None else None
 
 
+def _settled(tx: StoreTransaction, snapshot_id: str) -> bool:
+    row = tx.get(snapshot_id)
+    return row is not None and row.status != "pending"
+
+
 def _save(
-    tx: StoreTransaction, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord]
-) -> SessionSnapshot | None:
-    current = tx.load(snapshot_id)
-    new = apply_mutator(snapshot_id, current, mutator)
-    if new is None:
-        return None
-    tx.write(snapshot_id, current, new)
-    if audit:
-        tx.add_audit(audit)
-    return new
-
-
-def _fenced_save(
     tx: StoreTransaction,
     snapshot_id: str,
     mutator: SnapshotMutator,
     audit: Sequence[AuditRecord],
-    fence: Fence,
+    fence: Fence | None = None,
 ) -> SessionSnapshot | None:
-    held = tx.find_claim(fence.parent_id)
-    if held is None or held.child_id != fence.child_id or held.generation != fence.generation:
-        now = f"generation {held.generation}, turn {held.child_id}" if held is not None else "no claim"
-        raise StaleClaimError(
-            f"the claim on snapshot {fence.parent_id} is no longer turn {fence.child_id}'s "
-            f"(generation {fence.generation}); it holds {now}: turn {snapshot_id}'s write is refused"
-        )
-    return _save(tx, snapshot_id, mutator, audit)
-
-
-def _replace(
-    tx: StoreTransaction,
-    snapshot_id: str,
-    expected: ResumeClaim,
-    new: ResumeClaim,
-    pending: SessionSnapshot | None,
-) -> ResumeClaim | None:
-    held = tx.find_claim(snapshot_id)
-    if held is not None and (held.child_id, held.generation) != (expected.child_id, expected.generation):
-        return held
-    if held is not None:
-        tx.drop_claim(snapshot_id, held)
-    if pending is not None:
-        _save(tx, new.child_id, pending_mutator(pending), ())
-    tx.add_claim(snapshot_id, new)
-    return None
+    if fence is not None:
+        claim = tx.hold_claim(fence.parent_id, exclusive=False)
+        if claim is None or (claim.child_id, claim.generation) != (fence.child_id, fence.generation):
+            current = (claim.child_id, claim.generation) if claim is not None else None
+            raise StaleClaimError.of(fence.parent_id, fence.child_id, fence.generation, current)
+    current_row = tx.load(snapshot_id)
+    new = apply_mutator(snapshot_id, current_row, mutator)
+    if new is None:
+        return None
+    written = tx.write(snapshot_id, current_row, new)
+    if audit:
+        tx.add_audit(audit)
+    return written
 
 
 def _claim(
@@ -327,6 +344,28 @@ def _claim(
     if pending is not None:
         _save(tx, claim.child_id, pending_mutator(pending), ())
     tx.add_claim(snapshot_id, claim)
+    return None
+
+
+def _replace(
+    tx: StoreTransaction,
+    snapshot_id: str,
+    expected: ResumeClaim,
+    new: ResumeClaim,
+    pending: SessionSnapshot | None,
+) -> ResumeClaim | None:
+    current = tx.hold_claim(snapshot_id, exclusive=True)  # before the child's row: one lock order
+    if current is not None and (current.child_id, current.generation) != (
+        expected.child_id,
+        expected.generation,
+    ):
+        return current
+    if pending is not None:
+        _save(tx, new.child_id, pending_mutator(pending), ())
+    if current is None:
+        tx.add_claim(snapshot_id, new)
+    else:
+        tx.swap_claim(snapshot_id, current, new)
     return None
 
 

@@ -18,7 +18,7 @@ import json
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -43,6 +43,7 @@ __all__ = [
     "rebased_tail",
     "shared_prefix",
     "to_json",
+    "validate_messages",
 ]
 
 _ADAPTERS: dict[str, TypeAdapter[list[Message]]] = {}
@@ -99,6 +100,11 @@ def load_messages(text: str | bytes | None) -> list[Message]:
     return _messages().validate_python(json.loads(text or "[]"))
 
 
+def validate_messages(data: Any) -> list[Message]:
+    """Messages from their parsed JSON (a list of wire dicts)."""
+    return _messages().validate_python(data)
+
+
 def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
     """How many leading messages of `new` are the same as `old`'s.
 
@@ -115,9 +121,10 @@ def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
     return i
 
 
-def encode_meta(snap: SessionSnapshot) -> str:
-    """A row's metadata column: the snapshot without its state."""
-    return to_json(dump(snap, {"state"}))
+def encode_meta(snap: SessionSnapshot, *, in_session: bool = False) -> str:
+    """A row's metadata column: the snapshot without its state (nor, `in_session`,
+    its agent and owner, which its session's row holds)."""
+    return to_json(dump(snap, {"state", "agent", "owner"} if in_session else {"state"}))
 
 
 def encode_state(state: SessionState, base: Sequence[Message] | None) -> EncodedState:
@@ -131,12 +138,16 @@ def encode_state(state: SessionState, base: Sequence[Message] | None) -> Encoded
 
 
 def encode_row(
-    new: SessionSnapshot, base: Callable[[], tuple[int, Sequence[Message]] | None]
+    new: SessionSnapshot,
+    base: Callable[[], tuple[int, Sequence[Message]] | None],
+    *,
+    in_session: bool = False,
 ) -> tuple[Columns, list[Message] | None]:
     """The columns that store `new`, and its history (None without a state).
 
     `base` finds the base row's ``seq`` and history (asked only when `new` has
-    a state); the row points at it only when they share a prefix.
+    a state); the row points at it only when they share a prefix. `in_session`:
+    the agent and owner are the session's, not the row's (see `encode_meta`).
     """
     state: str | None = None
     base_seq: int | None = None
@@ -152,7 +163,7 @@ def encode_row(
         new.session_id,
         new.parent_id,
         new.created_at or "",
-        encode_meta(new),
+        encode_meta(new, in_session=in_session),
         state,
         base_seq,
         base_len,
@@ -162,10 +173,20 @@ def encode_row(
 
 
 def decode_snapshot(
-    meta: str, state: str | None, tail: str | None, messages: Callable[[], list[Message]]
+    meta: str,
+    state: str | None,
+    tail: str | None,
+    messages: Callable[[], list[Message]],
+    agent: str | None = None,
+    owner: str | None = None,
 ) -> SessionSnapshot:
-    """A snapshot from its columns; `messages` rebuilds the history when there is one."""
+    """A snapshot from its columns; `messages` rebuilds the history when there is one;
+    the session's `agent` and `owner`, when it names them, are the row's."""
     wire = json.loads(meta)
+    if agent is not None:
+        wire["agent"] = agent
+    if owner is not None:
+        wire["owner"] = owner
     if state is not None:
         state_wire = json.loads(state)
         if tail is not None:
@@ -226,7 +247,8 @@ def history(
 
 
 class MessageCache:
-    """Recently saved or loaded histories, keyed by row ``seq`` and checked by ``rev``.
+    """Recently saved or loaded histories, keyed by row ``seq`` (or another key: the file
+    store's is the snapshot id) and checked by ``rev``.
 
     Example:
         >>> cache = MessageCache()
@@ -236,11 +258,11 @@ class MessageCache:
     """
 
     def __init__(self) -> None:
-        self._items: OrderedDict[int, tuple[int, tuple[Message, ...]]] = OrderedDict()
+        self._items: OrderedDict[Hashable, tuple[int, tuple[Message, ...]]] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
 
-    def get(self, seq: int, rev: int) -> tuple[Message, ...] | None:
+    def get(self, seq: Hashable, rev: int) -> tuple[Message, ...] | None:
         with self._lock:
             item = self._items.get(seq)
             if item is None or item[0] != rev:
@@ -248,7 +270,7 @@ class MessageCache:
             self._items.move_to_end(seq)
             return item[1]
 
-    def put(self, seq: int, rev: int, messages: Sequence[Message]) -> None:
+    def put(self, seq: Hashable, rev: int, messages: Sequence[Message]) -> None:
         with self._lock:
             old = self._items.pop(seq, None)
             self._size += len(messages) - (len(old[1]) if old else 0)

@@ -15,7 +15,21 @@ deadlock on each other's bases, and a rewrite of a base waits for the rows
 built on it. A claim is ``INSERT ... ON CONFLICT DO NOTHING``: when it finds
 that another transaction committed a claim since `find_claim` looked,
 `ClaimRacedError` rolls the transaction back (its pending row with it) for
-the store to run it again.
+the store to run it again. A fenced save holds the claim it checks
+(``FOR SHARE``) and a replacement locks it (``FOR UPDATE``) before any row,
+so a replacement waits for the fenced saves in flight, and the saves that
+come after it see the new generation.
+
+A session's agent and owner live in ``nb_agents_sessions``, once: the first
+row that names them sets them, every row of the session reads them back.
+Every write of a row sends ``NOTIFY nb_agents_changes`` with its id (the
+empty payload, "anything changed", for an id too long for a payload) in its
+transaction, for the `wait_changed` of every process (`._pg_listen`).
+
+Schema version 2; `MIGRATE` brings a version 1 database to it in place: the
+claims' generation, and the sessions table filled from each session's rows
+(version 1 kept agent and owner in each row's ``meta``, where they stay,
+read only when the session names none).
 
 psycopg is imported by `postgres.py` first; ``import nb_agents`` never loads this.
 """
@@ -40,9 +54,11 @@ from ._delta import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "ClaimRacedError", "PgRows"]
+__all__ = ["CHANNEL", "MIGRATE", "SCHEMA", "SCHEMA_VERSION", "ClaimRacedError", "PgRows", "notify_payload"]
 
 SCHEMA_VERSION = 2
+CHANNEL = "nb_agents_changes"
+_MAX_PAYLOAD = 7999  # bytes: NOTIFY's limit is 8000
 _ID_LOCKS = 0x6E626964  # first key of pg_advisory_xact_lock(int, int) for one snapshot id: b"nbid"
 SCHEMA = (
     # seq orders rows by insertion and is what a row's base points at: a base
@@ -66,9 +82,10 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS nb_agents_snapshots_base "
     "ON nb_agents_snapshots (base_seq) WHERE base_seq IS NOT NULL",
     """CREATE TABLE IF NOT EXISTS nb_agents_claims (
-        snapshot_id TEXT PRIMARY KEY, digest TEXT NOT NULL, child_id TEXT NOT NULL)""",
-    # version 2: claims have a generation (fencing); a version-1 table gets the column
-    "ALTER TABLE nb_agents_claims ADD COLUMN IF NOT EXISTS generation INTEGER NOT NULL DEFAULT 1",
+        snapshot_id TEXT PRIMARY KEY, digest TEXT NOT NULL, child_id TEXT NOT NULL,
+        generation INTEGER NOT NULL DEFAULT 1)""",
+    """CREATE TABLE IF NOT EXISTS nb_agents_sessions (
+        session_id TEXT COLLATE "C" PRIMARY KEY, agent TEXT, owner TEXT)""",
     """CREATE TABLE IF NOT EXISTS nb_agents_audit (
         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         session_id TEXT NOT NULL,
@@ -76,8 +93,29 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS nb_agents_audit_session ON nb_agents_audit (session_id, seq)",
     "CREATE TABLE IF NOT EXISTS nb_agents_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
-_COLS = "seq, rev, meta, state, base_seq, base_len, tail"
-_BY_ID = f"SELECT {_COLS} FROM nb_agents_snapshots WHERE snapshot_id = %s"
+_FIRST_NAMED = """(array_agg(meta::json ->> '{0}' ORDER BY seq)
+    FILTER (WHERE meta LIKE '%"{0}"%' AND meta::json ->> '{0}' IS NOT NULL))[1]"""
+# run after `SCHEMA` on a database of the version named (SCHEMA creates the new tables)
+MIGRATE = {
+    1: (
+        "ALTER TABLE nb_agents_claims ADD COLUMN IF NOT EXISTS generation INTEGER NOT NULL DEFAULT 1",
+        f"""INSERT INTO nb_agents_sessions (session_id, agent, owner)
+            SELECT session_id, {_FIRST_NAMED.format("agent")}, {_FIRST_NAMED.format("owner")}
+            FROM nb_agents_snapshots WHERE session_id IS NOT NULL GROUP BY session_id
+            ON CONFLICT (session_id) DO NOTHING""",
+    ),
+}
+_BY_ID = """SELECT s.seq, s.rev, s.meta, s.state, s.base_seq, s.base_len, s.tail, ss.agent, ss.owner
+    FROM nb_agents_snapshots s LEFT JOIN nb_agents_sessions ss ON ss.session_id = s.session_id
+    WHERE s.snapshot_id = %s"""
+_CLAIM = "SELECT digest, child_id, generation FROM nb_agents_claims WHERE snapshot_id = %s"
+_SESSION = "SELECT agent, owner FROM nb_agents_sessions WHERE session_id = %s"
+_ADD_SESSION = """INSERT INTO nb_agents_sessions AS ss (session_id, agent, owner) VALUES (%s, %s, %s)
+    ON CONFLICT (session_id) DO UPDATE
+        SET agent = coalesce(ss.agent, EXCLUDED.agent), owner = coalesce(ss.owner, EXCLUDED.owner)
+        WHERE (ss.agent IS NULL AND EXCLUDED.agent IS NOT NULL)
+            OR (ss.owner IS NULL AND EXCLUDED.owner IS NOT NULL)
+    RETURNING agent, owner"""
 _LEAVES = """SELECT s.created_at, s.snapshot_id FROM nb_agents_snapshots s WHERE s.session_id = %(sid)s
     AND NOT EXISTS (
         SELECT 1 FROM nb_agents_snapshots c WHERE c.parent_id = s.snapshot_id AND c.session_id = %(sid)s)"""
@@ -91,8 +129,13 @@ _SESSIONS = """SELECT session_id FROM nb_agents_snapshots WHERE session_id IS NO
     GROUP BY session_id ORDER BY MIN(seq)"""
 _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 
-# (seq, rev, meta, state, base_seq, base_len, tail)
-_Row = tuple[int, int, str, str | None, int | None, int, str | None]
+# (seq, rev, meta, state, base_seq, base_len, tail, the session's agent, its owner)
+_Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
+
+
+def notify_payload(snapshot_id: str) -> str:
+    """The NOTIFY payload of a write of `snapshot_id`: the id, or "" when too long to be one."""
+    return snapshot_id if len(snapshot_id.encode("utf-8", "surrogatepass")) <= _MAX_PAYLOAD else ""
 
 
 class ClaimRacedError(Exception):
@@ -123,7 +166,7 @@ class PgRows:
     def load(self, snapshot_id: str) -> SessionSnapshot | None:
         # the id's lock covers a row that does not exist yet: two first saves serialize
         self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ID_LOCKS, snapshot_id))
-        row: _Row | None = self.conn.execute(_BY_ID + " FOR UPDATE", (snapshot_id,)).fetchone()
+        row: _Row | None = self.conn.execute(_BY_ID + " FOR UPDATE OF s", (snapshot_id,)).fetchone()
         self._loaded[snapshot_id] = row
         return self._decode(row) if row is not None else None
 
@@ -134,28 +177,35 @@ class PgRows:
         return [r[0] for r in self.conn.execute(_SESSIONS)]
 
     def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
-        row = self.conn.execute(
-            "SELECT digest, child_id, generation FROM nb_agents_claims WHERE snapshot_id = %s", (snapshot_id,)
-        ).fetchone()
-        return ResumeClaim(row[0], row[1], int(row[2])) if row is not None else None
+        row = self.conn.execute(_CLAIM, (snapshot_id,)).fetchone()
+        return ResumeClaim(row[0], row[1], row[2]) if row is not None else None
+
+    def hold_claim(self, snapshot_id: str, *, exclusive: bool) -> ResumeClaim | None:
+        lock = " FOR UPDATE" if exclusive else " FOR SHARE"
+        row = self.conn.execute(_CLAIM + lock, (snapshot_id,)).fetchone()
+        return ResumeClaim(row[0], row[1], row[2]) if row is not None else None
 
     def audit(self, session_id: str) -> list[AuditRecord]:
         sql = "SELECT record FROM nb_agents_audit WHERE session_id = %s ORDER BY seq"
         return [decode_audit(text) for (text,) in self.conn.execute(sql, (session_id,))]
 
     # -- writes -----------------------------------------------------------------------
-    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+    def write(
+        self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot
+    ) -> SessionSnapshot:
         row = self._loaded.pop(snapshot_id)
         old = list(current.state.messages) if current is not None and current.state is not None else []
+        in_session = new.session_id is not None
         cols, messages = encode_row(
-            new, lambda: self._base(new.parent_id, row[0] if row is not None else None)
+            new, lambda: self._base(new.parent_id, row[0] if row is not None else None), in_session=in_session
         )
+        payload = notify_payload(snapshot_id)
         if row is None:
             inserted = self.conn.execute(
                 "INSERT INTO nb_agents_snapshots (snapshot_id, session_id, parent_id, created_at, meta, "
                 "state, base_seq, base_len, tail, rev) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1) "
-                "RETURNING seq",
-                (snapshot_id, *cols),
+                f"RETURNING seq, pg_notify('{CHANNEL}', %s)",
+                (snapshot_id, *cols, payload),
             ).fetchone()
             assert inserted is not None
             seq, rev = int(inserted[0]), 1
@@ -163,13 +213,39 @@ class PgRows:
             seq, rev = row[0], row[1] + 1
             self.conn.execute(
                 "UPDATE nb_agents_snapshots SET session_id = %s, parent_id = %s, created_at = %s, meta = %s, "
-                "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s",
-                (*cols, rev, seq),
+                "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s "
+                f"RETURNING pg_notify('{CHANNEL}', %s)",
+                (*cols, rev, seq, payload),
             )
             if old:
                 self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
         if messages is not None:
             self.written.append((seq, rev, messages))
+        if new.session_id is None:
+            return new
+        # the session's agent and owner: as the loaded row read them, unless this row sets one
+        if row is not None and current is not None and current.session_id == new.session_id:
+            agent, owner = row[7], row[8]
+            if (agent is None and new.agent is not None) or (owner is None and new.owner is not None):
+                agent, owner = self._session(new.session_id, new.agent, new.owner)
+        else:
+            agent, owner = self._session(new.session_id, new.agent, new.owner)
+        if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
+            return new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
+        return new
+
+    def _session(
+        self, session_id: str, agent: str | None, owner: str | None
+    ) -> tuple[str | None, str | None]:
+        """The session's agent and owner, set from this row's where the session has none."""
+        if agent is None and owner is None:
+            found = self.conn.execute(_SESSION, (session_id,)).fetchone()
+            return (found[0], found[1]) if found is not None else (None, None)
+        found = self.conn.execute(_ADD_SESSION, (session_id, agent, owner)).fetchone()
+        if found is None:  # the session names both already (or as this row does)
+            found = self.conn.execute(_SESSION, (session_id,)).fetchone()
+        assert found is not None
+        return found[0], found[1]
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         won = self.conn.execute(
@@ -180,10 +256,16 @@ class PgRows:
         if won is None:
             raise ClaimRacedError(snapshot_id)
 
+    def swap_claim(self, snapshot_id: str, old: ResumeClaim, new: ResumeClaim) -> None:
+        self.conn.execute(  # `old` is held FOR UPDATE by this transaction: it is still there
+            "UPDATE nb_agents_claims SET digest = %s, child_id = %s, generation = %s WHERE snapshot_id = %s",
+            (new.digest, new.child_id, new.generation, snapshot_id),
+        )
+
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.conn.execute(
-            "DELETE FROM nb_agents_claims WHERE snapshot_id = %s AND child_id = %s AND generation = %s",
-            (snapshot_id, claim.child_id, claim.generation),
+            "DELETE FROM nb_agents_claims WHERE snapshot_id = %s AND digest = %s AND child_id = %s",
+            (snapshot_id, claim.digest, claim.child_id),
         )
 
     def add_audit(self, records: Sequence[AuditRecord]) -> None:
@@ -199,7 +281,7 @@ class PgRows:
         """
         if not parent_id:
             return None
-        row: _Row | None = self.conn.execute(_BY_ID + " FOR SHARE SKIP LOCKED", (parent_id,)).fetchone()
+        row: _Row | None = self.conn.execute(_BY_ID + " FOR SHARE OF s SKIP LOCKED", (parent_id,)).fetchone()
         if row is None or row[3] is None or (own_seq is not None and row[0] >= own_seq):
             return None
         return row[0], self._messages(row)
@@ -218,7 +300,7 @@ class PgRows:
             )
 
     def _decode(self, row: _Row) -> SessionSnapshot:
-        return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(row))
+        return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(row), row[7], row[8])
 
     def _messages(self, row: _Row) -> list[Message]:
         """A row's whole history: its base chain in one recursive query, from the nearest cached row."""

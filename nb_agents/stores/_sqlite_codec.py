@@ -15,10 +15,12 @@ back exactly (``to_wire()`` equal, unknown fields included):
   the row's, and ``artifacts`` when it is the usual empty list;
 * a tail (the messages a row adds to its base) is JSON, raw-deflated
   against `_ZDICT` (a blob) when that is smaller, else kept as text;
+* agent and owner are columns of the session (`._sqlite_schema`): a row in a
+  session leaves them out of its JSON;
 * an audit record is a JSON array without its ids (columns hold them).
 
 Changing any encoding here, `_ZDICT` included, changes what stored bytes mean:
-bump ``_SCHEMA_VERSION`` in `sqlite.py` with it.
+bump ``SCHEMA_VERSION`` in `._sqlite_schema` with it (and migrate, or read both).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ _STATUS_CODE = {s: i for i, s in enumerate(_STATUS)}
 _FINISH_CODE = {f: i for i, f in enumerate(_FINISH)}
 _KINDS = ("respond", "restart")
 _SNAPSHOT_COLUMNS = {"snapshot_id", "session_id", "parent_id", "state"}
+_SESSION_COLUMNS = {*_SNAPSHOT_COLUMNS, "agent", "owner"}
 
 # Raw deflate (no header, no checksum) with a 4 KiB window; the preset dictionary
 # holds the JSON that Genkit messages repeat, the most frequent last.
@@ -156,14 +159,15 @@ def decode_digest(value: Id) -> str:
 
 
 # -- snapshot metadata ----------------------------------------------------------------
-def pack_meta(snap: SessionSnapshot) -> tuple[int | str | None, int, str | None]:
-    """``(created, kind, meta)``: the snapshot's fields that are not columns of their own.
+def pack_meta(snap: SessionSnapshot, *, in_session: bool = False) -> tuple[int | str | None, int, str | None]:
+    """``(created, kind, meta)``: the snapshot's fields that are not columns of their own
+    (nor, `in_session`, of its session: agent and owner).
 
     ``kind`` is ``status + 8 * finish + 128 * (updated - created + 1)`` (the
     last term 0 when ``updatedAt`` is not a millisecond time at or after
     ``createdAt``); ``meta`` is JSON of the rest, or None.
     """
-    rest = dump(snap, _SNAPSHOT_COLUMNS)
+    rest = dump(snap, _SESSION_COLUMNS if in_session else _SNAPSHOT_COLUMNS)
     created = encode_time(rest.pop("createdAt", None))
     kind = _code(rest, "status", _STATUS_CODE) + 8 * _code(rest, "finishReason", _FINISH_CODE)
     updated = encode_time(rest.get("updatedAt"))
@@ -247,9 +251,10 @@ def unpack_tail(value: str | bytes | None) -> list[Message]:
 
 # -- audit ----------------------------------------------------------------------------
 def pack_audit(rec: AuditRecord) -> str:
-    """A record without its ids: ``[name, ref, kind, answer, replaced_input, answered_at, answered_by,
-    claimed_by]``,
-    trailing nulls dropped; ``respond``/``restart`` as 0/1, a millisecond time as an integer."""
+    """A record without its ids: ``[name, ref, kind, answer, replaced_input, answered_at,
+    answered_by, claimed_by]``, trailing nulls dropped (so a record of schema 2, which
+    had no ``claimed_by``, reads alike); ``respond``/``restart`` as 0/1, a millisecond
+    time as an integer."""
     kind: Any = _KINDS.index(rec.kind) if rec.kind in _KINDS else rec.kind
     at: Any = encode_time(rec.answered_at) if isinstance(rec.answered_at, str) else rec.answered_at
     values = [rec.name, rec.ref, kind, rec.answer, rec.replaced_input, at, rec.answered_by, rec.claimed_by]
@@ -261,9 +266,9 @@ def pack_audit(rec: AuditRecord) -> str:
 def unpack_audit(text: str, session_id: str, snapshot_id: str, child_id: str) -> AuditRecord:
     values: list[Any] = json.loads(text)
     values += [None] * (8 - len(values))
-    name, ref, kind, answer, replaced, at, by, claim = values[:8]
+    name, ref, kind, answer, replaced, at, by, claimed = values[:8]
     kind = _KINDS[kind] if isinstance(kind, int) and 0 <= kind < len(_KINDS) else kind
     answered_at = cast(str, decode_time(at))
     return AuditRecord(
-        session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by, claim
+        session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by, claimed
     )

@@ -1,14 +1,10 @@
-"""The tables of `SqliteSessionStore` and every query on them.
+"""The queries of `SqliteSessionStore` on its tables (`._sqlite_schema`).
 
 `Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
-that the store opened on one connection; it never commits. The schema (``PRAGMA user_version`` 3)::
-
-    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first,   -- first: seq of its first snapshot
-               agent, owner                                -- the session's, not repeated per row
-    snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
-               created, kind, meta, state, base_len, tail
-    claims     snap PRIMARY KEY, digest, child, gen          -- WITHOUT ROWID; gen: the generation
-    audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
+that the store opened on one connection; it never commits. A row's agent and
+owner are its session's (a row without a session keeps them in its
+``meta``): the first row that names them sets them, and a row saved with
+others reads back with the session's.
 
 Values are `._sqlite_codec`'s compact forms. A reference to a snapshot
 (``parent``, a claim's or an audit record's ``snap`` and ``child``) is the
@@ -51,45 +47,9 @@ from ._sqlite_codec import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["MIGRATIONS", "SCHEMA", "SCHEMA_VERSION", "Rows"]
+__all__ = ["Rows"]
 
-SCHEMA_VERSION = 3
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS sessions "
-    "(key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER, agent TEXT, owner TEXT)",
-    """CREATE TABLE IF NOT EXISTS snapshots (
-        seq INTEGER PRIMARY KEY,
-        id NOT NULL UNIQUE,
-        session INTEGER,
-        parent,
-        leaf INTEGER NOT NULL,
-        rev INTEGER NOT NULL,
-        created,
-        kind INTEGER NOT NULL,
-        meta TEXT,
-        state TEXT,
-        base_len INTEGER,
-        tail)""",
-    "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent)",
-    "CREATE INDEX IF NOT EXISTS snapshots_leaves ON snapshots (session) WHERE leaf = 1",
-    "CREATE TABLE IF NOT EXISTS claims "
-    "(snap PRIMARY KEY, digest NOT NULL, child NOT NULL, gen INTEGER NOT NULL DEFAULT 1) WITHOUT ROWID",
-    """CREATE TABLE IF NOT EXISTS audit (
-        session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
-        PRIMARY KEY (session, n)) WITHOUT ROWID""",
-)
-
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 2 -> 3: claims get a generation (fencing); sessions record their agent and owner
-    2: (
-        "ALTER TABLE claims ADD COLUMN gen INTEGER NOT NULL DEFAULT 1",
-        "ALTER TABLE sessions ADD COLUMN agent TEXT",
-        "ALTER TABLE sessions ADD COLUMN owner TEXT",
-    ),
-}
-"""The statements that bring a database of the version they are keyed by up to SCHEMA_VERSION."""
-
-# A row as read: the stored columns, then the parent's and the session's ids, agent and owner.
+# A row as read: the stored columns, then the parent's and the session's ids, the session's agent and owner.
 _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,
         s.session, s.parent, p.id, ss.id, ss.agent, ss.owner
     FROM snapshots s
@@ -143,6 +103,7 @@ class Rows:
         # a claim's child name the row just written without another query
         self._known: dict[str, Ref] = {}
         self._sessions: dict[str, int] = {}
+        self._owners: dict[int, tuple[str | None, str | None]] = {}  # session key -> (agent, owner)
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
@@ -178,30 +139,49 @@ class Rows:
         refs = self._refs(snapshot_id)
         marks = ", ".join("?" * len(refs))
         won = self.conn.execute(
-            f"SELECT digest, child, gen FROM claims WHERE snap IN ({marks})", refs
+            f"SELECT digest, child, generation FROM claims WHERE snap IN ({marks})", refs
         ).fetchone()
         return ResumeClaim(decode_digest(won[0]), self._id_of(won[1]), won[2]) if won is not None else None
 
+    def hold_claim(self, snapshot_id: str, *, exclusive: bool) -> ResumeClaim | None:
+        return self.find_claim(snapshot_id)  # a write transaction (BEGIN IMMEDIATE) excludes other writers
+
     # -- writes -----------------------------------------------------------------------
-    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+    def write(
+        self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot
+    ) -> SessionSnapshot:
         old = list(current.state.messages) if current is not None and current.state is not None else []
         key = encode_id(snapshot_id)
         seq, session, parent = self._write(key, self._loaded.pop(snapshot_id), old, new)
         self._known[snapshot_id] = seq
         if new.parent_id is not None and parent is not None:
             self._known[new.parent_id] = parent
-        if new.session_id is not None and session is not None:
+        if session is None:
+            return new
+        if new.session_id is not None:
             self._sessions[new.session_id] = session
+        agent, owner = self._owners[session]
+        if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
+            return new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
+        return new
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.conn.execute(
-            "INSERT INTO claims (snap, digest, child, gen) VALUES (?, ?, ?, ?)",
+            "INSERT INTO claims (snap, digest, child, generation) VALUES (?, ?, ?, ?)",
             (
                 self._ref(snapshot_id),
                 encode_digest(claim.digest),
                 self._ref(claim.child_id),
                 claim.generation,
             ),
+        )
+
+    def swap_claim(self, snapshot_id: str, old: ResumeClaim, new: ResumeClaim) -> None:
+        snaps = self._refs(snapshot_id)
+        marks = ", ".join("?" * len(snaps))
+        self.conn.execute(
+            f"UPDATE claims SET digest = ?, child = ?, generation = ? WHERE snap IN ({marks})",
+            (encode_digest(new.digest), self._ref(new.child_id), new.generation, *snaps),
         )
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
@@ -235,12 +215,9 @@ class Rows:
     ) -> tuple[int, int | None, Ref | None]:
         """Insert or rewrite a row; returns its seq, session key and parent reference."""
         conn = self.conn
-        session, first = (None, None)
-        if new.session_id is not None:
-            # the agent and owner belong to the session: stored once, read back onto every row
-            session, first = self._intern(new.session_id, new.agent, new.owner)
-            if new.agent is not None or new.owner is not None:
-                new = new.model_copy(update={"agent": None, "owner": None})
+        session, first = (
+            self._intern(new.session_id, new.agent, new.owner) if new.session_id is not None else (None, None)
+        )
         parent: Ref | None = None
         base_row = None
         if new.parent_id is not None:
@@ -248,7 +225,7 @@ class Rows:
             base_row = conn.execute(_PARENT_ROW, (parent,)).fetchone()
             if base_row is not None:
                 parent = base_row[_SEQ]
-        created, kind, meta = pack_meta(new)
+        created, kind, meta = pack_meta(new, in_session=session is not None)
         state = base_len = tail = None
         messages: list[Message] | None = None
         if new.state is not None:
@@ -306,12 +283,12 @@ class Rows:
         session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
         if session_id is not None:
             wire["sessionId"] = session_id
-            if row[_AGENT] is not None:
-                wire["agent"] = row[_AGENT]
-            if row[_OWNER] is not None:
-                wire["owner"] = row[_OWNER]
         if row[_PARENT] is not None:
             wire["parentId"] = _ref_id(row[_PARENT], row[_PARENT_ID])
+        if row[_AGENT] is not None:
+            wire["agent"] = row[_AGENT]
+        if row[_OWNER] is not None:
+            wire["owner"] = row[_OWNER]
         if row[_STATE] is not None:
             state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
             if row[_TAIL] is not None:
@@ -360,16 +337,33 @@ class Rows:
     def _intern(
         self, session_id: str, agent: str | None = None, owner: str | None = None
     ) -> tuple[int, int | None]:
-        """The session's key (added if new, with `agent` and `owner`) and the seq of its first snapshot."""
+        """The session's key (added if new) and the seq of its first snapshot.
+
+        The session's agent and owner are set by the first row that names them
+        (what it has is in `_owners`); a later row cannot change them.
+        """
         encoded = encode_id(session_id)
-        found = self.conn.execute("SELECT key, first FROM sessions WHERE id = ?", (encoded,)).fetchone()
-        if found is not None:
-            return found[0], found[1]
-        key = self.conn.execute(
-            "INSERT INTO sessions (id, agent, owner) VALUES (?, ?, ?)", (encoded, agent, owner)
-        ).lastrowid
-        assert key is not None
-        return key, None
+        found = self.conn.execute(
+            "SELECT key, first, agent, owner FROM sessions WHERE id = ?", (encoded,)
+        ).fetchone()
+        if found is None:
+            key = self.conn.execute(
+                "INSERT INTO sessions (id, agent, owner) VALUES (?, ?, ?)", (encoded, agent, owner)
+            ).lastrowid
+            assert key is not None
+            self._owners[key] = (agent, owner)
+            return key, None
+        key, first, had_agent, had_owner = found
+        if (had_agent is None and agent is not None) or (had_owner is None and owner is not None):
+            self.conn.execute(
+                "UPDATE sessions SET agent = coalesce(agent, ?), owner = coalesce(owner, ?) WHERE key = ?",
+                (agent, owner, key),
+            )
+        self._owners[key] = (
+            had_agent if had_agent is not None else agent,
+            had_owner if had_owner is not None else owner,
+        )
+        return key, first
 
 
 def _ref_id(ref: Ref, row_id: Id | None) -> str:

@@ -1,25 +1,37 @@
 """The session-store protocol and the values every store shares.
 
-A store keeps `SessionSnapshot` rows and owns three atomic operations:
+A store keeps `SessionSnapshot` rows and owns these atomic operations:
 
-* ``save_snapshot(id, mutator, *, audit=())``: read-modify-write of one row;
-  the mutator gets the current row (or None) and returns the new one (or None
-  to skip). The `audit` records are appended in the same transaction when the
-  row is written, so a turn's final write is one transaction.
+* ``save_snapshot(id, mutator, *, audit=(), fence=None)``: read-modify-write
+  of one row; the mutator gets the current row (or None) and returns the new
+  one (or None to skip). The `audit` records are appended in the same
+  transaction when the row is written, so a turn's final write is one
+  transaction. With a `Fence`, the save first checks, in that transaction,
+  that the claim it was made under still stands (else `StaleClaimError`,
+  and nothing is written).
 * ``claim_resume(snapshot_id, digest, child_id, *, pending=None)``: the
   compare-and-swap that makes resume exactly-once. The first claim of an
-  interrupted snapshot wins (and writes `pending` as the child's row, unless
-  it has one, in the same transaction); later ones get the winning
-  `ResumeClaim` back and write nothing.
+  interrupted snapshot wins (generation 1; it writes `pending` as the
+  child's row, unless it has one, in the same transaction); later ones get
+  the winning `ResumeClaim` back and write nothing.
+* ``replace_claim(snapshot_id, expected, digest, child_id, *, pending=None)``:
+  a compare-and-swap of the claim itself, for a takeover (the claimant's
+  heartbeat expired) or an explicit retry: the claim becomes the next
+  generation, which fences out every write made under the one it replaced.
 * ``release_claim``: drop a claim whose turn was aborted before it wrote
   anything, so the interrupt can be answered again.
+* ``wait_changed(snapshot_id, timeout)``: sleep until the row may have
+  changed, so a running turn notices an abort without polling.
 
 Stores also keep the audit trail (`AuditRecord`: who answered which
-interrupt, how, when) and list their sessions, for ``agent.pending()``.
+interrupt, how, when) and list their sessions, for ``agent.pending()``. A
+store's ``heartbeat_timeout`` says when a pending row whose worker stopped
+beating reads ``expired``; the engine beats every ``heartbeat_interval``
+(half of it).
 
 `SessionStore` is the protocol the engine calls; any object that satisfies it
 is a store. The built-in stores share the rules of the protocol through
-`._base.BaseSessionStore`; this module holds the values and the two readings
+`._base.BaseSessionStore`; this module holds the values and the readings
 they have in common: which snapshot is a session's leaf (`pick_leaf`,
 `leaves`) and when a pending row reads ``expired`` (`effective_status`).
 `nb_agents.testing.stores` checks a store against the whole contract.
@@ -32,6 +44,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import StaleClaimError
 from ..types import SessionSnapshot, ToolResume
 
 __all__ = [
@@ -39,17 +52,20 @@ __all__ = [
     "Fence",
     "HEARTBEAT_INTERVAL",
     "HEARTBEAT_TIMEOUT",
+    "Lineage",
     "ResumeClaim",
     "SessionStore",
-    "Lineage",
     "SnapshotMutator",
+    "StaleClaimError",
     "audit_records",
     "effective_status",
+    "heartbeat_timeout",
     "leaves",
     "now_iso",
     "pick_leaf",
 ]
 
+# The defaults: a store's own `heartbeat_timeout` (and its half, the interval) override them.
 HEARTBEAT_INTERVAL = timedelta(seconds=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=60)
 
@@ -63,6 +79,19 @@ def now_iso() -> str:
 
 def _parse(ts: str) -> datetime:
     return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def heartbeat_timeout(value: float | timedelta) -> timedelta:
+    """A store's ``heartbeat_timeout`` argument (seconds, or a `timedelta`) as a positive `timedelta`.
+
+    Example:
+        >>> heartbeat_timeout(5)
+        datetime.timedelta(seconds=5)
+    """
+    timeout = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if not timeout > timedelta(0):
+        raise ValueError(f"heartbeat_timeout must be positive, got {value!r}")
+    return timeout
 
 
 def effective_status(
@@ -112,11 +141,11 @@ def pick_leaf(snaps: Iterable[SessionSnapshot]) -> SessionSnapshot | None:
 
 @dataclass(frozen=True)
 class ResumeClaim:
-    """Who resumed an interrupted snapshot: the answer's digest, the child, the generation.
+    """Who resumed an interrupted snapshot: the answer's digest, the child, and the generation.
 
-    The generation starts at 1 and grows by one each time the claim is
-    replaced (a takeover, an explicit retry); a write fenced with an older one
-    is refused.
+    A first claim is generation 1; each `SessionStore.replace_claim` that wins
+    makes the next one, so a worker that was taken over can tell (and be told,
+    by a `Fence`) that its claim is no longer the current one.
     """
 
     digest: str
@@ -126,12 +155,21 @@ class ResumeClaim:
 
 @dataclass(frozen=True)
 class Fence:
-    """What a claimed turn's write checks in its transaction: the claim on
-    `parent_id` is still `child_id`'s, at `generation`."""
+    """What a fenced save checks: the claim on `parent_id` is still ``(child_id, generation)``.
+
+    Example:
+        >>> Fence("paused-snapshot", "its-resume", 2)
+        Fence(parent_id='paused-snapshot', child_id='its-resume', generation=2)
+    """
 
     parent_id: str
     child_id: str
     generation: int
+
+    @classmethod
+    def of(cls, parent_id: str, claim: ResumeClaim) -> Fence:
+        """The fence of the writes made under `claim`, the claim on `parent_id`."""
+        return cls(parent_id, claim.child_id, claim.generation)
 
 
 @dataclass(frozen=True)
@@ -148,11 +186,10 @@ class AuditRecord:
         answer: The respond output, or the restart's ``resumed`` value.
         replaced_input: The new input of a restart that replaced it, else None.
         answered_at: ISO 8601 UTC time.
-        answered_by: Who answered: the authenticated principal of the request
-            (``context["auth"]["uid"]``) when there is one, else what the caller
-            claims (``resume.metadata.answeredBy``, as the notebook sends it).
-        claimed_by: What the caller claimed (``resume.metadata.answeredBy``),
-            kept apart from the principal.
+        answered_by: Who answered, when known: the authenticated principal
+            when there is one (else what the client claimed).
+        claimed_by: What the client claimed (``resume.metadata.answeredBy``),
+            kept apart from `answered_by`.
     """
 
     session_id: str
@@ -174,11 +211,16 @@ class AuditRecord:
 def audit_records(
     resume: ToolResume, session_id: str, parent_id: str, child_id: str, *, principal: str | None = None
 ) -> list[AuditRecord]:
-    """One record per answer in `resume`, which resumed `parent_id` as `child_id` for `principal`."""
+    """One record per answer in `resume`, which resumed `parent_id` as `child_id`.
+
+    ``claimed_by`` is what the client claimed (``resume.metadata.answeredBy``);
+    ``answered_by`` is `principal`, the authenticated caller, when there is one,
+    else that claim.
+    """
     meta = resume.metadata if isinstance(resume.metadata, dict) else {}
-    claim = meta.get("answeredBy")
-    claim = claim if isinstance(claim, str) else None
-    by = principal if principal is not None else claim
+    claimed = meta.get("answeredBy")
+    claimed = claimed if isinstance(claimed, str) else None
+    by = principal if principal is not None else claimed
     at = now_iso()
     records: list[AuditRecord] = []
     for part in resume.respond:
@@ -196,7 +238,7 @@ def audit_records(
                     None,
                     at,
                     by,
-                    claim,
+                    claimed,
                 )
             )
     for part in resume.restart:
@@ -216,7 +258,7 @@ def audit_records(
                     replaced,
                     at,
                     by,
-                    claim,
+                    claimed,
                 )
             )
     return records
@@ -228,13 +270,26 @@ class SessionStore(Protocol):
 
     Attributes:
         poll_interval: Seconds between reads when a turn waits on another
-            (a replayed resume, a background abort).
+            (a replayed resume, a background abort) and the store cannot say
+            when a row changed.
+        heartbeat_timeout: How old a pending row's heartbeat may get before
+            the row reads ``expired`` (its worker is presumed dead and its
+            claim may be taken over). The built-in stores take it as a
+            constructor argument (default `HEARTBEAT_TIMEOUT`, 60 s).
+        heartbeat_interval: How often the engine refreshes the heartbeat of
+            a running turn: half of `heartbeat_timeout`.
     """
 
     poll_interval: float
 
+    @property
+    def heartbeat_timeout(self) -> timedelta: ...
+
+    @property
+    def heartbeat_interval(self) -> timedelta: ...
+
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
-        """The row with this id (``expired`` computed on read), or None."""
+        """The row with this id (``expired`` computed on read, by `heartbeat_timeout`), or None."""
         ...
 
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
@@ -255,18 +310,29 @@ class SessionStore(Protocol):
         written (the mutator did not return None). The mutator runs inside the
         transaction (for SQLite, on the caller's event loop): keep it quick and
         free of I/O. A store may run it again if the transaction had to be retried.
-        With a `fence`, the claim it names is checked in the same transaction
-        first; if it was replaced, nothing is written and `StaleClaimError` is raised.
+
+        The store owns the id, and a row keeps the session it was created in;
+        it also keeps the ``agent`` and ``owner`` it was written with first
+        (a store may keep them per session: then every row of a session reads
+        the session's).
+
+        With a `fence`, the save is one made under a claim: in the same
+        transaction, before the mutator runs, the store checks that the claim
+        on ``fence.parent_id`` is still ``(fence.child_id, fence.generation)``.
+        If it is not (it was replaced, released, or never made), the save
+        writes nothing, neither the row nor `audit`, and raises
+        `StaleClaimError`. Without one, nothing is checked.
         """
         ...
 
     async def claim_resume(
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
     ) -> ResumeClaim | None:
-        """Claim the resume of `snapshot_id`: None if this call won, else the winner.
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim.
 
-        A winning call also saves `pending` as the row of `child_id` (its id
-        set to `child_id`), unless that row exists, in the same transaction.
+        A winning call makes ``ResumeClaim(digest, child_id, 1)`` and saves
+        `pending` as the row of `child_id` (its id set to `child_id`), unless
+        that row exists, in the same transaction.
         """
         ...
 
@@ -279,16 +345,37 @@ class SessionStore(Protocol):
         *,
         pending: SessionSnapshot | None = None,
     ) -> ResumeClaim | None:
-        """Replace the claim on `snapshot_id` if it is still `expected` (or there is none).
+        """Replace the claim on `snapshot_id` if it is still `expected`: None if this call won.
 
-        The winner's claim is ``ResumeClaim(digest, child_id, expected.generation + 1)``
-        and `pending` is written as `child_id`'s row (unless it exists) in the same
-        transaction; returns None. Otherwise returns the current claim, writing nothing.
+        A compare-and-swap in one transaction: when the current claim has
+        `expected`'s ``child_id`` and ``generation`` (its digest is not
+        compared), or there is no claim at all, it becomes
+        ``ResumeClaim(digest, child_id, expected.generation + 1)`` and
+        `pending` is saved as the row of `child_id` unless that row exists.
+        Otherwise the current claim is returned and nothing is written. Of
+        concurrent calls with the same `expected`, one wins.
+
+        For a takeover of a claim whose worker's heartbeat expired, and for
+        an explicit retry of an attempt that failed or was aborted; writes
+        fenced with the replaced generation are refused from then on.
         """
         ...
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:
-        """Drop the claim made for `child_id` (its turn was aborted before any tool started)."""
+        """Drop the claim made for `child_id` (its turn was aborted before it wrote anything)."""
+        ...
+
+    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
+        """Return when the row may have changed, or after `timeout` seconds, whichever comes first.
+
+        Spurious returns are allowed: the caller reads the row again. A save
+        of the row through this store object (in this process) returns it at
+        once; whether a save from elsewhere does is the store's to say
+        (PostgreSQL: yes, by LISTEN/NOTIFY; SQLite and files: only by the
+        timeout). A change that committed just before the call is not lost:
+        if the row exists and its stored status is no longer ``pending``,
+        the call returns without waiting.
+        """
         ...
 
     async def session_ids(self) -> list[str]:

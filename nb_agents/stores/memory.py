@@ -10,12 +10,20 @@ whole history; what a read returns is a copy with lists of its own, so a
 caller that changes it changes nothing here. A `threading.Lock` makes each
 operation atomic across threads and event loops; the shared rules are
 `BaseSessionStore`'s, the primitives `_Rows`'.
+
+It can be bounded: beyond ``max_sessions`` the least recently used session
+goes, and a session not touched for ``ttl`` goes, each with all its rows,
+claims and audit records (checked on every operation, so no thread is
+needed). A session whose turn is running (a pending row whose heartbeat is
+fresh) or whose claim is unfinished (its child row missing or pending) is
+never evicted: a bound can be exceeded while more sessions than that are busy.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
@@ -34,7 +42,7 @@ from ._delta import (
     rebased_tail,
     shared_prefix,
 )
-from .base import AuditRecord, ResumeClaim, leaves
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, ResumeClaim, effective_status, leaves
 
 __all__ = ["InMemorySessionStore"]
 
@@ -63,27 +71,55 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
     """A session store that lives as long as the Python process.
 
     Args:
-        heartbeat_timeout: How old a running turn's heartbeat may be before its
-            row reads ``expired`` and its claim may be taken over (seconds or a
-            timedelta; 60 s by default). Every process sharing the store should
-            use the same value.
+        max_sessions: Keep at most this many sessions (the least recently
+            used go first); None keeps every one.
+        ttl: Evict a session not read or written for this long (seconds or
+            a `timedelta`); None keeps them.
+        heartbeat_timeout: When a pending row whose heartbeat is older reads
+            ``expired`` (seconds or a `timedelta`).
+
+    An evicted session reads as unknown. Sessions with a running turn or an
+    unfinished claim are never evicted.
 
     Example:
-        >>> store = InMemorySessionStore()
+        >>> store = InMemorySessionStore(max_sessions=10_000, ttl=3600)
     """
 
     poll_interval = 0.02
 
-    def __init__(self, *, heartbeat_timeout: float | timedelta | None = None) -> None:
-        self._set_heartbeat(heartbeat_timeout)
-        self._data = _Rows()
+    def __init__(
+        self,
+        *,
+        max_sessions: int | None = None,
+        ttl: float | timedelta | None = None,
+        heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT,
+    ) -> None:
+        super().__init__(heartbeat_timeout=heartbeat_timeout)
+        if max_sessions is not None and max_sessions < 1:
+            raise ValueError(f"max_sessions must be 1 or more, got {max_sessions}")
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"ttl must be positive, got {ttl!r}")
+        self.max_sessions = max_sessions
+        self.ttl = timedelta(seconds=seconds) if seconds is not None else None
+        self._data = _Rows(max_sessions, seconds, self.heartbeat_timeout)
         self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        bounds = [f"{k}={v!r}" for k, v in (("max_sessions", self.max_sessions), ("ttl", self.ttl)) if v]
+        return f"InMemorySessionStore({', '.join(bounds)})"
 
     async def _run(
         self, write: bool, fn: Callable[Concatenate[_Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        data = self._data
         with self._lock:
-            return fn(self._data, *args, **kwargs)
+            if data.touched:  # bounded, with sessions: what reads as gone must be gone before this
+                data.evict(idle_only=True)
+            out = fn(data, *args, **kwargs)
+            if data.touched:
+                data.evict()
+            return out
 
 
 class _Rows:
@@ -92,7 +128,12 @@ class _Rows:
     Used under the store's lock only.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_sessions: int | None, ttl: float | None, heartbeat_timeout: timedelta) -> None:
+        self.max_sessions = max_sessions
+        self.ttl = ttl
+        self.heartbeat_timeout = heartbeat_timeout
+        # sessions by last use, least recent first (kept only when the store is bounded)
+        self.touched: OrderedDict[str, float] = OrderedDict()
         self.rows: dict[str, _Row] = {}
         self.by_session: dict[str, dict[str, None]] = {}  # an ordered set per session
         self.dependents: dict[str, set[str]] = {}  # base row -> rows built on its messages
@@ -106,11 +147,16 @@ class _Rows:
     # -- the primitives ---------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
         snap = self._decode(snapshot_id)
-        return _detached(snap) if snap is not None else None
+        if snap is None:
+            return None
+        self._touch(snap.session_id)
+        return _detached(snap)
 
     load = get
 
-    def write(self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot) -> None:
+    def write(
+        self, snapshot_id: str, current: SessionSnapshot | None, new: SessionSnapshot
+    ) -> SessionSnapshot:
         old = self.rows.get(snapshot_id)
         base_id: str | None = None
         state_json: str | None = None
@@ -157,8 +203,11 @@ class _Rows:
         self._remember(snapshot_id, rev, _detached(new))  # the caller keeps `new`
         if session_id:
             self.by_session.setdefault(session_id, {})[snapshot_id] = None
+            self._touch(session_id)
+        return new
 
     def leaves(self, session_id: str) -> Iterable[tuple[str, str]]:
+        self._touch(session_id)
         rows = self.rows
         lineage = ((i, rows[i][_PARENT], rows[i][_CREATED]) for i in self.by_session.get(session_id, ()))
         return leaves(lineage)
@@ -167,10 +216,19 @@ class _Rows:
         return list(self.by_session)
 
     def find_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        row = self.rows.get(snapshot_id)
+        if row is not None:
+            self._touch(row[_SESSION])
         return self.claims.get(snapshot_id)
+
+    def hold_claim(self, snapshot_id: str, *, exclusive: bool) -> ResumeClaim | None:
+        return self.find_claim(snapshot_id)  # under the store's lock already
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         self.claims[snapshot_id] = claim
+
+    def swap_claim(self, snapshot_id: str, old: ResumeClaim, new: ResumeClaim) -> None:
+        self.claims[snapshot_id] = new
 
     def drop_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
         del self.claims[snapshot_id]
@@ -178,9 +236,83 @@ class _Rows:
     def add_audit(self, records: Sequence[AuditRecord]) -> None:
         for rec in records:
             self.audit_log.setdefault(rec.session_id, []).append(rec)
+            self._touch(rec.session_id)
 
     def audit(self, session_id: str) -> list[AuditRecord]:
+        self._touch(session_id)
         return list(self.audit_log.get(session_id, []))
+
+    # -- eviction ---------------------------------------------------------------------
+    def _touch(self, session_id: str | None) -> None:
+        """Mark a session used now (one the store holds: asking for an unknown one adds none)."""
+        bounded = self.max_sessions is not None or self.ttl is not None
+        if bounded and session_id and (session_id in self.by_session or session_id in self.audit_log):
+            self.touched[session_id] = time.monotonic()
+            self.touched.move_to_end(session_id)
+
+    def evict(self, *, idle_only: bool = False) -> None:
+        """Drop the sessions idle past `ttl` and, unless `idle_only`, those beyond `max_sessions`
+        (least recent first; never the one used last, which the current operation used)."""
+        if not self.touched:
+            return
+        over = len(self.touched) - self.max_sessions if self.max_sessions is not None and not idle_only else 0
+        stale_before = time.monotonic() - self.ttl if self.ttl is not None else None
+        if over <= 0 and (stale_before is None or next(iter(self.touched.values())) >= stale_before):
+            return  # the common case: nothing to do, decided in O(1)
+        victims: list[str] = []
+        last = next(reversed(self.touched))
+        for session_id, at in self.touched.items():
+            stale = stale_before is not None and at < stale_before
+            if (over <= len(victims) and not stale) or (session_id == last and not idle_only):
+                break  # the rest were used later
+            if not self._busy(session_id):
+                victims.append(session_id)
+        for session_id in victims:
+            self._drop_session(session_id)
+
+    def _busy(self, session_id: str) -> bool:
+        """Whether a turn of the session runs (a fresh pending row) or a claim of it is unfinished."""
+        for snapshot_id in self.by_session.get(session_id, ()):
+            snap = self._decode(snapshot_id)
+            if snap is not None and self._running(snap):
+                return True
+            claim = self.claims.get(snapshot_id)
+            if claim is not None:
+                child = self._decode(claim.child_id)
+                if child is None or self._running(child):
+                    return True
+        return False
+
+    def _running(self, snap: SessionSnapshot) -> bool:
+        return (
+            snap.status == "pending" and effective_status(snap, timeout=self.heartbeat_timeout) == "pending"
+        )
+
+    def _drop_session(self, session_id: str) -> None:
+        """Forget the session: its rows, the claims on them, its audit records."""
+        ids = self.by_session.pop(session_id, {})
+        for snapshot_id in ids:
+            for dep in list(self.dependents.get(snapshot_id, ())):
+                if dep not in ids:  # a row of another session built on this one keeps its history
+                    self._inline(dep)
+        for snapshot_id in ids:
+            row = self.rows.pop(snapshot_id, None)
+            if row is not None and row[_BASE] is not None and row[_BASE] in self.dependents:
+                self.dependents[row[_BASE]].discard(snapshot_id)
+            self.dependents.pop(snapshot_id, None)
+            self.claims.pop(snapshot_id, None)
+            self.recent.pop(snapshot_id, None)
+        self.audit_log.pop(session_id, None)
+        del self.touched[session_id]
+
+    def _inline(self, snapshot_id: str) -> None:
+        """Store the row's whole history in its own tail (its base is going away)."""
+        row = self.rows[snapshot_id]
+        tail = messages_json(self._messages(snapshot_id)).decode("utf-8", "surrogatepass")
+        base = row[_BASE]
+        if base is not None and base in self.dependents:
+            self.dependents[base].discard(snapshot_id)
+        self.rows[snapshot_id] = (row[_SEQ], row[_REV] + 1, *row[_SESSION:_BASE], None, 0, tail)
 
     # -- rows -------------------------------------------------------------------------
     def _messages(self, snapshot_id: str) -> list[Message]:

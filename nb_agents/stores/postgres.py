@@ -14,7 +14,12 @@ so it never blocks an event loop and works from any thread or loop (the
 * a transaction that Postgres aborted to break a lock cycle, or whose claim
   lost a race it could not see, wrote nothing: it runs again (mutator included);
 * the tables are created on first use under an advisory lock, so two
-  processes starting at once do not race on ``CREATE TABLE``.
+  processes starting at once do not race on ``CREATE TABLE`` (and a
+  database of an older schema version is migrated there, in place);
+* every write of a row notifies its id (``NOTIFY``, in its transaction), and
+  one listening connection per store (`._pg_listen`) wakes the store's
+  `wait_changed` waiters, whichever process wrote: a running turn notices an
+  abort without polling.
 
 psycopg is imported here only; ``import nb_agents`` never loads it.
 """
@@ -39,8 +44,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..errors import FailedPreconditionError
 from ._base import BaseSessionStore
 from ._delta import MessageCache
+from ._pg_listen import PgListener
 from ._pg_pool import PgPool
-from ._pg_rows import SCHEMA, SCHEMA_VERSION, ClaimRacedError, PgRows
+from ._pg_rows import MIGRATE, SCHEMA, SCHEMA_VERSION, ClaimRacedError, PgRows
+from .base import HEARTBEAT_TIMEOUT
 
 __all__ = ["PostgresSessionStore"]
 
@@ -59,18 +66,17 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
     Safe to share between threads, event loops and processes: every operation
     is one transaction, and resume claims are a compare-and-swap in the
     database, so exactly one of two racing resumes wins wherever they run.
-    The tables (``nb_agents_snapshots``, ``nb_agents_claims``,
-    ``nb_agents_audit``, ``nb_agents_meta``) are created on first use in the
-    first schema of the connection's search path; to keep them apart, put
-    ``options=-csearch_path=myschema`` in the DSN.
+    The tables (``nb_agents_snapshots``, ``nb_agents_sessions``,
+    ``nb_agents_claims``, ``nb_agents_audit``, ``nb_agents_meta``) are created
+    on first use in the first schema of the connection's search path; to keep
+    them apart, put ``options=-csearch_path=myschema`` in the DSN. Waiting
+    for a row (`wait_changed`) holds one more connection, for LISTEN.
 
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
         pool_size: Idle connections kept for reuse (per process).
-        heartbeat_timeout: How old a running turn's heartbeat may be before its
-            row reads ``expired`` and its claim may be taken over (seconds or a
-            timedelta; 60 s by default). Every process sharing the store should
-            use the same value.
+        heartbeat_timeout: When a pending row whose heartbeat is older reads
+            ``expired`` (seconds or a `timedelta`; every process should agree).
 
     Example:
         >>> store = PostgresSessionStore("postgresql://agents@127.0.0.1/agents")  # connects on first use
@@ -81,9 +87,9 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
     poll_interval = 0.1
 
     def __init__(
-        self, dsn: str, *, pool_size: int = 8, heartbeat_timeout: float | timedelta | None = None
+        self, dsn: str, *, pool_size: int = 8, heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT
     ) -> None:
-        self._set_heartbeat(heartbeat_timeout)
+        super().__init__(heartbeat_timeout=heartbeat_timeout)
         try:
             params = psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
@@ -99,14 +105,25 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         # the pool's callbacks do not hold the store: no reference cycle, so a store
         # dropped without `close` frees its pool, which closes its connections
         self._pool = PgPool(dsn, pool_size, partial(_init_schema, repr(self)), _forked(self))
+        self._listener = PgListener(dsn, self._changes)
+        weakref.finalize(self, self._listener.close)
 
     def __repr__(self) -> str:
         return f"PostgresSessionStore({self._where!r})"
 
     def close(self) -> None:
-        """Close the pooled connections (the store reconnects if used again)."""
+        """Close the pooled connections and stop listening (the store reconnects if used again)."""
+        self._listener.close()
         self._pool.close()
         self._cache.clear()
+
+    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
+        """Until the row is written by any process (LISTEN/NOTIFY), or `timeout` seconds.
+
+        Returns at once when the row is no longer pending (see `SessionStore.wait_changed`).
+        """
+        self._listener.start()
+        await super().wait_changed(snapshot_id, timeout)
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
@@ -164,13 +181,15 @@ def _init_schema(where: str, conn: psycopg.Connection[Any]) -> None:
         if found is not None and found[0]:
             got = conn.execute("SELECT value FROM nb_agents_meta WHERE key = 'schema_version'").fetchone()
             version = int(got[0]) if got is not None else None
-        if version is not None and version > SCHEMA_VERSION:
+        if version is not None and version != SCHEMA_VERSION and version not in MIGRATE:
             raise FailedPreconditionError(
                 f"{where} has nb_agents schema version {version}; "
-                f"this nb_agents reads up to {SCHEMA_VERSION}."
+                f"this nb_agents reads up to {SCHEMA_VERSION} (migrating {', '.join(map(str, MIGRATE))})."
             )
         if version != SCHEMA_VERSION:
             for stmt in SCHEMA:
+                conn.execute(stmt)
+            for stmt in MIGRATE.get(version, ()) if version is not None else ():
                 conn.execute(stmt)
             conn.execute(
                 "INSERT INTO nb_agents_meta (key, value) VALUES ('schema_version', %s) "

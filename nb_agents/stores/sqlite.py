@@ -1,7 +1,7 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
 This module owns the store's connections and transactions and where they run;
-the tables and queries are `._sqlite_rows`'s, the compact values
+the tables are `._sqlite_schema`'s, the queries `._sqlite_rows`', the compact values
 `._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
 turn writes bytes in proportion to what it adds: a row keeps only the
 messages its turn added on top of its parent's, and a read rebuilds the
@@ -19,6 +19,12 @@ thread), or on another process. The database runs in WAL mode: readers
 never wait for the writer. Pooled connections are closed by `close`, or when
 the store is garbage-collected, or at interpreter exit; a forked child keeps
 the ones it inherited referenced and unused (SQLite forbids using them there).
+
+A save wakes the `wait_changed` waiters of its row in this process (every
+store of the same file shares them); a save from another process is noticed
+only when the waiter's timeout runs out. A database of schema version 2 is
+migrated to version 3 in place on first use (`._sqlite_schema`); an older or
+newer one is refused.
 """
 
 from __future__ import annotations
@@ -37,8 +43,11 @@ import anyio.to_thread
 
 from ..errors import FailedPreconditionError
 from ._base import BaseSessionStore
+from ._changes import shared
 from ._delta import MessageCache
-from ._sqlite_rows import MIGRATIONS, SCHEMA, SCHEMA_VERSION, Rows
+from ._sqlite_rows import Rows
+from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
+from .base import HEARTBEAT_TIMEOUT
 
 __all__ = ["SqliteSessionStore"]
 
@@ -97,10 +106,9 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         path: The database file; created with its tables if missing.
         synchronous: SQLite's ``PRAGMA synchronous``. ``"NORMAL"`` (the default)
             survives a crash of the process; ``"FULL"`` also a power loss.
-        heartbeat_timeout: How old a running turn's heartbeat may be before its
-            row reads ``expired`` and its claim may be taken over (seconds or a
-            timedelta; 60 s by default). Every process sharing the store should
-            use the same value.
+        heartbeat_timeout: When a pending row whose heartbeat is older reads
+            ``expired`` (seconds or a `timedelta`; every process on the file
+            should agree).
 
     Example:
         >>> import tempfile, os
@@ -115,15 +123,15 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         path: str | os.PathLike[str],
         *,
         synchronous: str = "NORMAL",
-        heartbeat_timeout: float | timedelta | None = None,
+        heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT,
     ) -> None:
-        self._set_heartbeat(heartbeat_timeout)
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, got {synchronous!r}")
         self.path = os.fspath(path)
         if self.path == ":memory:" or not self.path:
             raise ValueError("SqliteSessionStore needs a file path; use InMemorySessionStore for memory")
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        super().__init__(heartbeat_timeout=heartbeat_timeout, changes=shared(os.path.realpath(self.path)))
         self._synchronous = synchronous.upper()
         # writes that fsync at each commit never run on the loop
         self._inline_writes = self._synchronous in ("OFF", "NORMAL")
@@ -263,14 +271,14 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION, *MIGRATIONS):
+            if version not in (0, SCHEMA_VERSION, *MIGRATE):
+                readable = ", ".join(str(v) for v in sorted({*MIGRATE, SCHEMA_VERSION}))
                 raise FailedPreconditionError(
-                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads "
-                    f"versions {', '.join(map(str, sorted(MIGRATIONS)))} and {SCHEMA_VERSION}: "
-                    "use a new database file."
+                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads versions "
+                    f"{readable} (migrating older ones to {SCHEMA_VERSION}): use a new database file."
                 )
-            for stmt in MIGRATIONS.get(version, ()):
-                conn.execute(stmt)  # in this transaction: a crash leaves the old version whole
+            for stmt in MIGRATE.get(version, ()):
+                conn.execute(stmt)
             for stmt in SCHEMA:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

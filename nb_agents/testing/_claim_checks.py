@@ -153,7 +153,7 @@ class ClaimChecks:
                 **kw,
             )
 
-        await store.add_audit([rec(1), rec(2, answered_by="ann")])
+        await store.add_audit([rec(1), rec(2, answered_by="ann", claimed_by="ann@laptop")])
         await store.add_audit([rec(3, session_id="s2")])
         await store.add_audit([])
         restart = AuditRecord(
@@ -164,6 +164,7 @@ class ClaimChecks:
         assert [r.snapshot_id for r in got] == ["snap-1", "snap-2", "snap-4", "snap-5"]
         assert got[0] == rec(1)
         assert got[1].answered_by == "ann" and got[1].answer == {"ok": 2}
+        assert got[1].claimed_by == "ann@laptop" and got[0].claimed_by is None
         assert got[2] == restart and got[2].replaced_input == {"to": "bob"} and got[2].ref is None
         assert await store.audit("s2") == [rec(3, session_id="s2")]
         assert await store.audit("nobody") == []
@@ -174,12 +175,16 @@ class ClaimChecks:
         kid = snap("kid", parent_id="root", created=1)
         written = await store.save_snapshot("kid", lambda cur: kid, audit=[answer(2), answer(3)])
         assert written is not None and written.to_wire() == kid.to_wire()
+        claimed = AuditRecord(
+            "s1", "root", "kid", "t", "r", "respond", 1, None, ts(9), answered_by="ana", claimed_by="bob"
+        )
+        await store.save_snapshot("kid", lambda cur: kid, audit=[claimed])
         # a save that writes nothing appends nothing
         assert await store.save_snapshot("kid", lambda cur: None, audit=[answer(4)]) is None
         # records about other snapshots and sessions are kept as given
         other = answer(5, session_id="s2", snapshot_id="elsewhere", child_id="nowhere")
         await store.save_snapshot("kid", lambda cur: kid, audit=[other])
-        assert await store.audit("s1") == [answer(1, child_id="earlier"), answer(2), answer(3)]
+        assert await store.audit("s1") == [answer(1, child_id="earlier"), answer(2), answer(3), claimed]
         assert await store.audit("s2") == [other]
         got = await store.get_snapshot("kid")
         assert got is not None and got.to_wire() == kid.to_wire()

@@ -13,7 +13,7 @@ import pytest
 
 from ..stores.base import SessionStore
 from ..types import AgentErrorInfo, Artifact, SessionSnapshot, SessionState
-from ._store_samples import RICH, answer, msg, put, snap
+from ._store_samples import RICH, answer, msg, put, snap, ts
 
 __all__ = ["RowChecks"]
 
@@ -183,7 +183,15 @@ class RowChecks:
         assert await store.session_ids() == ["first", "second"]
 
     async def test_stale_pending_row_reads_expired(self, store: SessionStore) -> None:
-        old = _iso(datetime.now(UTC) - timedelta(seconds=75))
+        """A heartbeat older than the store's `heartbeat_timeout` reads expired; a younger one pending."""
+        timeout = store.heartbeat_timeout
+        young = _iso(datetime.now(UTC) - timeout / 4)
+        await put(
+            store, SessionSnapshot(snapshot_id="y", session_id="s0", heartbeat_at=young, status="pending")
+        )
+        got = await store.get_snapshot("y")
+        assert got is not None and got.status == "pending"
+        old = _iso(datetime.now(UTC) - timeout * 1.25 - timedelta(seconds=1))
         stale = SessionSnapshot(
             snapshot_id="p", session_id="s1", created_at=old, heartbeat_at=old, status="pending"
         )
@@ -203,6 +211,37 @@ class RowChecks:
         assert seen == ["pending"]
         got = await store.get_snapshot("p")
         assert got is not None and got.status == "pending"
+
+    # -- whose session ------------------------------------------------------------------
+    async def test_agent_and_owner_round_trip(self, store: SessionStore) -> None:
+        """nb_agents' bookkeeping (``agent``, ``owner``) reads back on every row of a session."""
+        pending = SessionSnapshot(
+            snapshot_id="k", session_id="s1", parent_id="r", status="pending", agent="bank", owner="ana"
+        )
+        await put(store, snap("r", agent="bank", owner="ana"))
+        written = await store.save_snapshot("k", lambda cur: pending)
+        assert written is not None and (written.agent, written.owner) == ("bank", "ana")
+        for read in (
+            await store.get_snapshot("r"),
+            await store.get_snapshot("k"),
+            await store.get_latest("s1"),
+        ):
+            assert read is not None and (read.agent, read.owner) == ("bank", "ana")
+        final = snap("k", parent_id="r", created=1, agent="bank", owner="ana")
+        await store.save_snapshot("k", lambda cur: final)
+        got = await store.get_snapshot("k")
+        assert got is not None and got.to_wire() == final.to_wire()
+        await put(store, snap("x", session_id="s2", agent="helper"))  # no owner: None stays None
+        other = await store.get_snapshot("x")
+        assert other is not None and (other.agent, other.owner) == ("helper", None)
+
+    async def test_a_row_keeps_its_agent_and_owner(self, store: SessionStore) -> None:
+        """As it keeps its session: a rewrite naming another agent or owner does not move the row."""
+        await put(store, snap("r", agent="bank", owner="ana"))
+        written = await store.save_snapshot("r", lambda cur: snap("r", created=1, agent="other", owner="eve"))
+        assert written is not None and (written.agent, written.owner) == ("bank", "ana")
+        got = await store.get_snapshot("r")
+        assert got is not None and (got.agent, got.owner) == ("bank", "ana") and got.created_at == ts(1)
 
     # -- what a caller holds ----------------------------------------------------------
     async def test_reads_do_not_alias_what_is_stored(self, store: SessionStore) -> None:

@@ -1,18 +1,19 @@
 """The values the store conformance suite writes: snapshots, messages, audit records.
 
-Plain builders (no assertions), shared by `._store_checks` and nb_agents's own
-store tests.
+Plain builders (no assertions), shared by the check modules and nb_agents's own
+store tests, and `close_store`.
 """
 
 from __future__ import annotations
 
+import inspect
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..stores.base import AuditRecord, SessionStore
 from ..types import Message, SessionSnapshot, SessionState
 
-__all__ = ["RICH", "answer", "msg", "put", "snap", "ts"]
+__all__ = ["RICH", "answer", "close_store", "msg", "put", "snap", "ts"]
 
 # A snapshot with every field set, and fields and values nb_agents does not know.
 RICH: dict[str, Any] = {
@@ -92,3 +93,14 @@ def answer(i: int, session_id: str = "s1", snapshot_id: str = "root", child_id: 
     return AuditRecord(
         session_id, snapshot_id, child_id, "transfer", f"t{i}", "restart", {"ok": i}, None, ts(i)
     )
+
+
+async def close_store(store: object) -> None:
+    """The store's ``aclose()``, else its ``close()``, if it has either."""
+    for name in ("aclose", "close"):
+        method = getattr(store, name, None)
+        if callable(method):
+            result = method()
+            if inspect.isawaitable(result):
+                await result
+            return

@@ -11,7 +11,9 @@ subclassing `StoreConformance` and saying how to make a new, empty store::
 
 Every check gets a store of its own from `make_store` (it may also return a
 coroutine) and closes it afterwards with its ``aclose()`` or ``close()``, if
-it has one. To make the store from other fixtures, override the ``store``
+it has one. Define ``make_store_with_heartbeat_timeout(self, tmp_path,
+timeout)`` too, to check that the store's heartbeat timeout is its own
+(that check is skipped without it). To make the store from other fixtures, override the ``store``
 fixture instead (an async generator fixture, run by anyio's pytest plugin,
 which comes with nb_agents's anyio dependency). The checks run on asyncio.
 
@@ -26,9 +28,23 @@ What they check:
   children in other sessions do not count); a pending row with a stale
   heartbeat reads ``expired``, while the stored row stays pending;
   session ids, oldest first;
-* claims: the first claim of a snapshot wins, writes the pending row of its
-  child in the same transaction (unless the row exists), and later claims
-  get the winner and write nothing; only the winner's child releases it;
+* claims: the first claim of a snapshot wins (generation 1), writes the
+  pending row of its child in the same transaction (unless the row exists),
+  and later claims get the winner and write nothing; only the winner's child
+  releases it; a replacement of the expected claim (or of none) wins, makes
+  the next generation and writes its pending row, a stale one gets the
+  current claim and writes nothing, and of concurrent ones one wins;
+* fences: a save fenced with a generation that was replaced, released or
+  never claimed raises `StaleClaimError` without running its mutator and
+  writes neither its row nor its audit records; a current fence, or none,
+  writes; fenced saves racing a replacement are all-or-nothing;
+* heartbeats: ``heartbeat_timeout`` is a positive `timedelta`, the interval
+  half of it, and it decides what reads ``expired``;
+* waiting: ``wait_changed`` returns by its timeout, is woken by a save of
+  the row (also for a waiter on another thread's event loop), and returns
+  at once for a row that is no longer pending;
+* bookkeeping: ``agent`` and ``owner`` read back, a rewrite keeps the row's;
+  audit records keep ``claimed_by`` apart from ``answered_by``;
 * audit: records come back in order; a save appends its records only when it
   writes the row;
 * races: concurrent claims of one snapshot have one winner, concurrent
@@ -53,15 +69,19 @@ import pytest
 from ..stores.base import SessionStore
 
 # before the checks are imported: pytest shows their failed assertions in full
-pytest.register_assert_rewrite("nb_agents.testing._claim_checks", "nb_agents.testing._store_checks")
+pytest.register_assert_rewrite(
+    "nb_agents.testing._claim_checks", "nb_agents.testing._fence_checks", "nb_agents.testing._store_checks"
+)
 
 from ._claim_checks import ClaimChecks  # noqa: E402
+from ._fence_checks import FenceChecks  # noqa: E402
 from ._store_checks import RowChecks  # noqa: E402
+from ._store_samples import close_store  # noqa: E402
 
 __all__ = ["StoreConformance"]
 
 
-class StoreConformance(RowChecks, ClaimChecks):
+class StoreConformance(RowChecks, ClaimChecks, FenceChecks):
     """The store conformance suite: subclass it as ``Test...`` and define `make_store`.
 
     Example:
@@ -92,15 +112,4 @@ class StoreConformance(RowChecks, ClaimChecks):
         try:
             yield store
         finally:
-            await _close(store)
-
-
-async def _close(store: object) -> None:
-    """The store's ``aclose()``, else its ``close()``, if it has either."""
-    for name in ("aclose", "close"):
-        method = getattr(store, name, None)
-        if callable(method):
-            result = method()
-            if inspect.isawaitable(result):
-                await result
-            return
+            await close_store(store)

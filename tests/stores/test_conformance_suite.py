@@ -3,10 +3,12 @@ and against a store written the way a third party would: the protocol only."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pg
@@ -14,6 +16,7 @@ import pg
 from nb_agents.errors import StaleClaimError
 from nb_agents.stores import FileSessionStore, InMemorySessionStore, SqliteSessionStore
 from nb_agents.stores.base import (
+    HEARTBEAT_TIMEOUT,
     AuditRecord,
     Fence,
     ResumeClaim,
@@ -30,15 +33,34 @@ class TestInMemoryStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return InMemorySessionStore()
 
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return InMemorySessionStore(heartbeat_timeout=timeout)
+
+
+class TestBoundedInMemoryStore(StoreConformance):
+    """Bounds that no check reaches change nothing."""
+
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return InMemorySessionStore(max_sessions=1000, ttl=timedelta(hours=1))
+
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return InMemorySessionStore(max_sessions=1000, ttl=3600, heartbeat_timeout=timeout)
+
 
 class TestFileStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return FileSessionStore(tmp_path / "sessions")
 
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return FileSessionStore(tmp_path / "sessions", heartbeat_timeout=timeout)
+
 
 class TestSqliteStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         return SqliteSessionStore(tmp_path / "agents.db")
+
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return SqliteSessionStore(tmp_path / "agents.db", heartbeat_timeout=timeout.total_seconds())
 
 
 class TestPostgresStore(StoreConformance):
@@ -48,13 +70,24 @@ class TestPostgresStore(StoreConformance):
 
         return PostgresSessionStore(dsn)
 
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        from nb_agents.stores.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(pg.fresh_dsn(), heartbeat_timeout=timeout)
+
 
 class DictStore:
-    """A third-party store: wire dicts under a lock, on the `SessionStore` protocol alone."""
+    """A third-party store: wire dicts under a lock, on the `SessionStore` protocol alone.
+
+    It notices changes by polling its own rows, which `wait_changed` allows."""
 
     poll_interval = 0.01
+    heartbeat_timeout = HEARTBEAT_TIMEOUT
+    heartbeat_interval = HEARTBEAT_TIMEOUT / 2
 
-    def __init__(self) -> None:
+    def __init__(self, heartbeat_timeout: timedelta = HEARTBEAT_TIMEOUT) -> None:
+        self.heartbeat_timeout = heartbeat_timeout
+        self.heartbeat_interval = heartbeat_timeout / 2
         self._rows: dict[str, dict[str, object]] = {}
         self._claims: dict[str, ResumeClaim] = {}
         self._audit: list[AuditRecord] = []
@@ -65,17 +98,21 @@ class DictStore:
         return SessionSnapshot.model_validate(raw) if raw is not None else None
 
     def _expired(self, snap: SessionSnapshot | None) -> SessionSnapshot | None:
-        if snap is None or effective_status(snap) == snap.status:
+        status = effective_status(snap, timeout=self.heartbeat_timeout) if snap is not None else None
+        if snap is None or status == snap.status:
             return snap
-        return snap.model_copy(update={"status": effective_status(snap)})
+        return snap.model_copy(update={"status": status})
 
     def _save(self, snapshot_id: str, mutator: SnapshotMutator) -> SessionSnapshot | None:
         current = self._read(snapshot_id)
         new = mutator(current)
         if new is None:
             return None
-        session_id = current.session_id if current is not None and current.session_id else new.session_id
-        new = new.model_copy(update={"snapshot_id": snapshot_id, "session_id": session_id})
+        keep = {"snapshot_id": snapshot_id}
+        for field in ("session_id", "agent", "owner"):
+            was = getattr(current, field) if current is not None else None
+            keep[field] = was or getattr(new, field)
+        new = new.model_copy(update=keep)
         self._rows[snapshot_id] = new.to_wire()
         return new
 
@@ -98,9 +135,10 @@ class DictStore:
     ) -> SessionSnapshot | None:
         with self._lock:
             if fence is not None:
-                held = self._claims.get(fence.parent_id)
-                if held is None or (held.child_id, held.generation) != (fence.child_id, fence.generation):
-                    raise StaleClaimError(f"the claim on {fence.parent_id} was replaced")
+                claim = self._claims.get(fence.parent_id)
+                if claim is None or (claim.child_id, claim.generation) != (fence.child_id, fence.generation):
+                    now = (claim.child_id, claim.generation) if claim is not None else None
+                    raise StaleClaimError.of(fence.parent_id, fence.child_id, fence.generation, now)
             new = self._save(snapshot_id, mutator)
             if new is not None:
                 self._audit.extend(audit)
@@ -127,13 +165,12 @@ class DictStore:
         pending: SessionSnapshot | None = None,
     ) -> ResumeClaim | None:
         with self._lock:
-            held = self._claims.get(snapshot_id)
-            stale = held is not None and (held.child_id, held.generation) != (
+            current = self._claims.get(snapshot_id)
+            if current is not None and (current.child_id, current.generation) != (
                 expected.child_id,
                 expected.generation,
-            )
-            if stale:
-                return held
+            ):
+                return current
             self._claims[snapshot_id] = ResumeClaim(digest, child_id, expected.generation + 1)
             if pending is not None:
                 self._save(child_id, lambda cur: pending if cur is None else None)
@@ -143,6 +180,19 @@ class DictStore:
         with self._lock:
             if snapshot_id in self._claims and self._claims[snapshot_id].child_id == child_id:
                 del self._claims[snapshot_id]
+
+    async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        with self._lock:
+            seen = self._rows.get(snapshot_id)
+        if seen is not None and seen.get("status") != "pending":
+            return
+        while loop.time() < deadline:
+            await asyncio.sleep(min(self.poll_interval, max(0.0, deadline - loop.time())))
+            with self._lock:
+                if self._rows.get(snapshot_id) is not seen:
+                    return
 
     async def session_ids(self) -> list[str]:
         with self._lock:
@@ -162,11 +212,22 @@ class TestAThirdPartyStore(StoreConformance):
     async def make_store(self, tmp_path: Path) -> SessionStore:  # a coroutine is fine too
         return DictStore()
 
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return DictStore(timeout)
+
 
 def test_every_check_runs_on_every_store() -> None:
     checks = sorted(name for name in dir(StoreConformance) if name.startswith("test_"))
-    assert len(checks) >= 24
-    for cls in (TestInMemoryStore, TestFileStore, TestSqliteStore, TestPostgresStore, TestAThirdPartyStore):
+    assert len(checks) >= 38
+    classes = (
+        TestInMemoryStore,
+        TestBoundedInMemoryStore,
+        TestFileStore,
+        TestSqliteStore,
+        TestPostgresStore,
+        TestAThirdPartyStore,
+    )
+    for cls in classes:
         assert issubclass(cls, StoreConformance)
         assert all(getattr(cls, name) is getattr(StoreConformance, name) for name in checks)
 

@@ -16,7 +16,6 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,22 +39,7 @@ import psycopg  # noqa: E402
 
 from nb_agents.stores.postgres import PostgresSessionStore  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
-# -- the server and a fresh database per test ------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[pg.PgServer]:
-    srv = pg.server()
-    print(f"\nPostgreSQL: initdb {srv.initdb_seconds:.2f} s, server up in {srv.start_seconds:.2f} s")
-    yield srv
-    pg.stop_server()
-
-
-@pytest.fixture
-def dsn(pg_server: pg.PgServer) -> str:
-    return pg_server.create_database()
+pytestmark = pytest.mark.anyio  # the server and a database per test: conftest.py's `pg_server`, `dsn`
 
 
 # -- one database, several store instances, threads and loops ----------------------------

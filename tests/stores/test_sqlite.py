@@ -217,3 +217,68 @@ async def test_a_store_dropped_without_close_closes_its_connections(tmp_path: Pa
     for conn in pooled:
         with pytest.raises(sqlite3.ProgrammingError, match="closed"):
             conn.execute("SELECT 1")
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def _load_v2(path: Path) -> None:
+    """A database as nb_agents wrote it at schema version 2 (tests/stores/data/sqlite_v2.sql)."""
+    conn = sqlite3.connect(path)
+    conn.executescript((DATA / "sqlite_v2.sql").read_text())
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+
+
+async def test_a_version_2_database_is_migrated_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    _load_v2(path)
+    store = SqliteSessionStore(path)
+    paused = await store.get_latest("acct-1")
+    assert paused is not None and paused.finish_reason == "interrupted"
+    assert (paused.agent, paused.owner) == ("bank", "ana")
+    records = await store.audit("acct-1")
+    assert [(r.answered_by, r.claimed_by) for r in records] == [("ana", None), ("ana", None)]
+    first = records[0]
+    claim = await store.claim_resume(first.snapshot_id, "another answer", "late")
+    assert claim is not None and claim.child_id == first.child_id and claim.generation == 1
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+    assert conn.execute("SELECT id, agent, owner FROM sessions").fetchall() == [("acct-1", "bank", "ana")]
+    conn.close()
+    # the migrated session goes on: its paused turn is answered with the new code
+    [turn] = await _approval_agent(store).pending()  # no caller context: the owner's session is listed
+    assert turn.snapshot_id == paused.snapshot_id
+    res = await turn.chat().resume(restart=[turn.interrupts[0].approve()], metadata={"answeredBy": "ana"})
+    assert res.text == "done"
+    done = await store.get_snapshot(res.snapshot_id)  # type: ignore[arg-type]
+    assert done is not None and (done.agent, done.owner) == ("bank", "ana")  # the session's, kept
+    assert len(await store.audit("acct-1")) == 3
+    store.close()
+    with SqliteSessionStore(path) as again:  # a second open finds version 3: nothing to do
+        latest = await again.get_latest("acct-1")
+        assert latest is not None and latest.snapshot_id == res.snapshot_id
+
+
+async def test_a_row_reads_its_sessions_agent_and_owner(tmp_path: Path) -> None:
+    """Agent and owner are stored once per session: a row saved with others reads the session's."""
+    path = tmp_path / "agents.db"
+    with SqliteSessionStore(path) as store:
+        await store.save_snapshot("a", lambda cur: snap("a", agent="bank"))  # no owner yet
+        written = await store.save_snapshot("b", lambda cur: snap("b", parent_id="a", created=1, owner="ana"))
+        assert written is not None and (written.agent, written.owner) == ("bank", "ana")
+        await store.save_snapshot("c", lambda cur: snap("c", parent_id="b", created=2, agent="x", owner="y"))
+        loose = SessionSnapshot(
+            snapshot_id="loose", status="completed", agent="solo", owner="zed"
+        )  # no session
+        await store.save_snapshot("loose", lambda cur: loose)
+        for snapshot_id in ("a", "b", "c"):
+            got = await store.get_snapshot(snapshot_id)
+            assert got is not None and (got.agent, got.owner) == ("bank", "ana"), snapshot_id
+        got = await store.get_snapshot("loose")
+        assert got is not None and got.to_wire() == loose.to_wire()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT agent, owner FROM sessions").fetchall() == [("bank", "ana")]
+    assert {m for (m,) in conn.execute("SELECT meta FROM snapshots WHERE session IS NOT NULL")} == {None}
+    conn.close()

@@ -1,0 +1,62 @@
+"""The tables of `SqliteSessionStore`, and how a database of an older version becomes this one.
+
+The schema (``PRAGMA user_version`` 3)::
+
+    sessions   key INTEGER PRIMARY KEY, id UNIQUE, first,   -- first: seq of its first snapshot
+               agent, owner                                 -- the session's, for all its rows
+    snapshots  seq INTEGER PRIMARY KEY, id UNIQUE, session, parent, leaf, rev,
+               created, kind, meta, state, base_len, tail
+    claims     snap PRIMARY KEY, digest, child, generation   -- WITHOUT ROWID
+    audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
+
+`MIGRATE` maps an older version to the statements that make it this one, run
+in the store's schema transaction before `SCHEMA` (whose statements then
+pass): version 2 gains the sessions' agent and owner, taken from the first
+of each session's rows that names them (version 2 kept them in each row's
+``meta``, where they stay, read only when the session names none), and the
+claims' generation (1 for every claim made before). An audit record of
+version 2 has no ``claimed_by``, and reads as one without (`._sqlite_codec`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATE", "SCHEMA", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 3
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS sessions (
+        key INTEGER PRIMARY KEY, id NOT NULL UNIQUE, first INTEGER, agent TEXT, owner TEXT)""",
+    """CREATE TABLE IF NOT EXISTS snapshots (
+        seq INTEGER PRIMARY KEY,
+        id NOT NULL UNIQUE,
+        session INTEGER,
+        parent,
+        leaf INTEGER NOT NULL,
+        rev INTEGER NOT NULL,
+        created,
+        kind INTEGER NOT NULL,
+        meta TEXT,
+        state TEXT,
+        base_len INTEGER,
+        tail)""",
+    "CREATE INDEX IF NOT EXISTS snapshots_parent ON snapshots (parent)",
+    "CREATE INDEX IF NOT EXISTS snapshots_leaves ON snapshots (session) WHERE leaf = 1",
+    """CREATE TABLE IF NOT EXISTS claims (
+        snap PRIMARY KEY, digest NOT NULL, child NOT NULL, generation INTEGER NOT NULL DEFAULT 1)
+        WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS audit (
+        session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
+        PRIMARY KEY (session, n)) WITHOUT ROWID""",
+)
+
+_FIRST_NAMED = """(SELECT json_extract(s.meta, '$.{0}') FROM snapshots s
+        WHERE s.session = sessions.key AND json_valid(s.meta) AND json_type(s.meta, '$.{0}') = 'text'
+        ORDER BY s.seq LIMIT 1)"""
+MIGRATE = {
+    2: (
+        "ALTER TABLE sessions ADD COLUMN agent TEXT",
+        "ALTER TABLE sessions ADD COLUMN owner TEXT",
+        "ALTER TABLE claims ADD COLUMN generation INTEGER NOT NULL DEFAULT 1",
+        f"UPDATE sessions SET agent = {_FIRST_NAMED.format('agent')}, owner = {_FIRST_NAMED.format('owner')}",
+    ),
+}
