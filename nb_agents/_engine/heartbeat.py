@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from .._sync import Signal
-from ..stores.base import HEARTBEAT_INTERVAL, SessionStore, now_iso
+from ..stores.base import SessionStore, now_iso
 from ..types import SessionSnapshot
 
 __all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
@@ -58,7 +58,7 @@ async def keep_alive(
     (``wait_changed``, e.g. PostgreSQL's NOTIFY), at most a poll interval; a
     store without that hook is polled.
     """
-    interval = getattr(store, "heartbeat_interval", HEARTBEAT_INTERVAL).total_seconds()
+    interval = store.heartbeat_interval.total_seconds()
     loop = asyncio.get_running_loop()
     next_beat = loop.time() + interval
     await _pause(store, snapshot_id, done, store.poll_interval)  # the row was just written
@@ -75,13 +75,18 @@ async def keep_alive(
 
 
 async def _pause(store: SessionStore, snapshot_id: str, done: asyncio.Event, longest: float) -> None:
-    """Until the turn is done, the row may have changed, or `longest` seconds passed."""
+    """Until the turn is done, the row may have changed, or `longest` seconds passed.
+
+    A store told of other processes' saves (PostgreSQL's NOTIFY) is waited on
+    for as long as that; any other is asked again after a poll interval, so an
+    abort written by another process is noticed as soon as before.
+    """
+    if not getattr(store, "notices_other_processes", False):
+        longest = min(longest, store.poll_interval)
     wait_changed = getattr(store, "wait_changed", None)
     ended = asyncio.ensure_future(done.wait())
     changed = asyncio.ensure_future(
-        wait_changed(snapshot_id, longest)
-        if wait_changed is not None
-        else asyncio.sleep(min(longest, store.poll_interval))
+        wait_changed(snapshot_id, longest) if wait_changed is not None else asyncio.sleep(longest)
     )
     try:
         await asyncio.wait({ended, changed}, timeout=longest + 1, return_when=asyncio.FIRST_COMPLETED)

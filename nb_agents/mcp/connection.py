@@ -147,11 +147,16 @@ class Connection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport(self))
+                if hasattr(
+                    streams[0], "aclose"
+                ):  # the reading end is ours to close (the SDK closes its writer)
+                    stack.push_async_callback(streams[0].aclose)
                 if self.stderr is not None:
                     self.stderr.close_writer()
                 tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(tg.cancel_scope.cancel)
                 to_session, from_relay = anyio.create_memory_object_stream[Any](0)
+                stack.push_async_callback(from_relay.aclose)  # the session does not close it
                 tg.start_soon(self._relay, streams[0], to_session)
                 session = await stack.enter_async_context(
                     ClientSession(

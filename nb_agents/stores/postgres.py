@@ -117,6 +117,8 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._pool.close()
         self._cache.clear()
 
+    notices_other_processes = True  # wait_changed wakes on a save from any process (NOTIFY)
+
     async def wait_changed(self, snapshot_id: str, timeout: float) -> None:
         """Until the row is written by any process (LISTEN/NOTIFY), or `timeout` seconds.
 
