@@ -119,6 +119,22 @@ class Agent(BaseAgent):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    def update_tools(self, *tools: Tool) -> None:
+        """Use these tools in place of the agent's tools of the same names, from the next call on.
+
+        For the notebook: fix a tool that failed, re-run its cell, ``agent.update_tools(fixed)``,
+        then *Retry* the answer (or ``await chat.retry()``).
+
+        Example:
+            >>> agent.update_tools(transfer_money)               # doctest: +SKIP
+        """
+        replace = getattr(self.spec.handler, "replace_tools", None)
+        if replace is None:
+            raise FailedPreconditionError(
+                f"agent '{self.name}' runs a custom handler: its tools are its own to replace"
+            )
+        replace(tools)
+
     # -- invocation -----------------------------------------------------------------
     def start(
         self,
@@ -228,19 +244,25 @@ class Agent(BaseAgent):
 
         Read from the store, so it works after a kernel restart with a
         persistent store (SQLite, file). Only this agent's sessions, and with a
-        request `context` only those the caller may answer.
+        request `context` only those the caller may answer. A turn whose answer
+        failed or was aborted after its tools started is listed too, with that
+        ``status``: `PendingTurn.retry` goes on.
         """
         store = self._require_store("pending")
         out: list[PendingTurn] = []
         for sid in await store.session_ids():
-            snap = await store.get_latest(sid)
+            leaf = await store.get_latest(sid)
+            attempt = None
+            snap = leaf
+            if leaf is not None and leaf.status in ("failed", "aborted") and leaf.answer and leaf.parent_id:
+                attempt, snap = leaf, await store.get_snapshot(leaf.parent_id)  # an answer that failed
             if snap is None or snap.status != "completed" or snap.finish_reason != "interrupted":
                 continue
             if not self._may(snap, context, "resume"):
                 continue
             msgs = snap.state.messages if snap.state is not None else []
             if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
-                out.append(PendingTurn(self, snap, msgs[-1]))
+                out.append(PendingTurn(self, snap, msgs[-1], attempt))
         out.sort(key=lambda p: p.snapshot.updated_at or "")
         return PendingTurns(out)
 

@@ -87,6 +87,17 @@ class ToolTable(Mapping[str, Tool]):
         self._by_name = merged  # swapped whole: readers in other threads see one table or the other
         return changed
 
+    def replace_fixed(self, tools: Sequence[Tool]) -> None:
+        """Put `tools` in place of the agent's own tools of the same names (a fixed tool)."""
+        unknown = [t.name for t in tools if t.name not in self._fixed]
+        if unknown:
+            raise InvalidArgumentError(
+                f"the agent has no tool named {', '.join(map(repr, unknown))} to replace "
+                f"(its tools: {', '.join(self._fixed) or 'none'})"
+            )
+        self._fixed.update({t.name: t for t in tools})
+        self.rebuild([ts.cached_tools() for ts in self.toolsets])
+
     @property
     def listed(self) -> bool:
         """Whether every toolset has been listed at least once."""

@@ -329,6 +329,7 @@ class SessionSnapshot(WireModel):
     agent: str | None = None
     owner: str | None = None
     tool_runs: list[dict[str, Any]] | None = None  # what a failed or aborted attempt's tools did
+    answer: dict[str, Any] | None = None  # a failed or aborted attempt's answer (ToolResume), to retry
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return bundle(self)

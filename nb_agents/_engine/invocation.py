@@ -361,6 +361,10 @@ class Invocation:
         if not isinstance(exc, Exception):
             raise exc
         err = error_info(exc)
+        if self._attempt is not None and self._ctx is not None and self._ctx.tools_started:
+            # the answer took effect: sending it again replays this failure; a retry goes on
+            details = err.details if isinstance(err.details, dict) else {"cause": err.details}
+            err.details = {**details, "retry": True, "attempt": snapshot_id}
         if self.store is not None and snapshot_id is not None:
             audit = self._audit_records(self._current_input, parent_id, snapshot_id)
             written = await self._write_final(
@@ -393,9 +397,13 @@ class Invocation:
             "owner": self.owner,
         }
         runs = self._ctx.tool_runs if self._ctx is not None else []
-        if status != "completed" and runs:
-            fields["tool_runs"] = list(runs)
         attempt = self._attempt
+        if status != "completed":
+            if runs:
+                fields["tool_runs"] = list(runs)
+            inp = self._current_input
+            if attempt is not None and inp is not None and inp.resume is not None:
+                fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
         return await write_final(
             self.store,
             snapshot_id,

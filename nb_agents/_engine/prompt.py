@@ -84,6 +84,11 @@ class PromptTurn:
             else []
         )
 
+    def replace_tools(self, tools: Sequence[Tool]) -> None:
+        """Use `tools` from the next tool call on, in place of the tools of the same names."""
+        self.tools.replace_fixed(tools)
+        self._rebuilt()
+
     def _rebuilt(self) -> None:
         self._runner = ToolRunner(self.tools, self.use)
         self._definitions = [t.definition() for t in self.tools.values()]

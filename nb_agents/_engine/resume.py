@@ -37,11 +37,18 @@ __all__ = ["resume_digest", "validate_resume"]
 
 
 def resume_digest(resume: ToolResume) -> str:
-    """A stable digest of an answer, to recognise the same resume sent twice."""
+    """A stable digest of an answer, to recognise the same resume sent twice.
+
+    Who says they answered (``metadata.answeredBy``) is not part of the answer:
+    the same answer from a form and from code, or from two people, is the same.
+    """
+    metadata = resume.metadata
+    if isinstance(metadata, dict) and "answeredBy" in metadata:
+        metadata = {k: v for k, v in metadata.items() if k != "answeredBy"} or None
     body = {
         "respond": [p.to_wire() for p in resume.respond],
         "restart": [p.to_wire() for p in resume.restart],
-        "metadata": resume.metadata,
+        "metadata": metadata,
     }
     return hashlib.sha256(canonical(body).encode()).hexdigest()
 

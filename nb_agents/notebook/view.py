@@ -41,6 +41,7 @@ from ._bundle import WithStaticFallback
 from ._tasks import spawn
 from .elicitation import ElicitationForm, is_elicitation
 from .forms import InterruptForm
+from .identity import local_user
 from .progress import progress_bars
 from .records import form_record_html, turn_record_bundle
 
@@ -91,7 +92,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         super().__init__()
         self.response = response
         self.chat: Chat | None = chat if chat is not None else response.chat
-        self.answered_by = answered_by
+        self.answered_by = answered_by if answered_by is not None else local_user()
         self.on_settle = on_settle
         self.tools = agent_tools(self.chat)
         note = response.text
@@ -117,9 +118,15 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         )
         self.footer = widgets.HTML(value=turn_ids(response.raw))
         self.status = widgets.HTML()
+        # an answer that took effect and then failed (or was stopped) is not answered again:
+        # it is retried, as a new attempt that the audit records
+        self.retry_button = widgets.Button(description="Retry", icon="redo", button_style="warning")
+        self.retry_button.on_click(lambda _b: self.retry())
+        self.retry_button.layout.display = "none"
         self.stream = widgets.HTML()
         self.continuation = widgets.VBox([self.stream])
-        self.children = [self.header, self.head, *self.forms, self.status, self.continuation, self.footer]
+        parts = [self.header, self.head, *self.forms, self.status, self.retry_button]
+        self.children = [*parts, self.continuation, self.footer]
         self.layout = widgets.Layout(
             border="1px solid var(--jp-border-color2, #ccc)",
             padding="6px 12px",
@@ -172,14 +179,33 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             return Chat(chat.agent, state=res.state)
         return chat
 
-    async def _resume(self, resume: ToolResume) -> AgentResponse | None:
-        if await self._answered_elsewhere():
+    def retry(self) -> asyncio.Task[AgentResponse | None] | None:
+        """Run the last answer once more, after its attempt failed or was stopped (the Retry button)."""
+        if self.last_resume is None or (self.task is not None and not self.task.done()):
+            return self.task
+        self.retry_button.layout.display = "none"
+        self.status.value = ""
+        self.state = "sending"
+        self.header.value = _status("info", "retrying", "Running your answer again…")
+        self.task = spawn(self._resume(self.last_resume, retry=True))
+        return self.task
+
+    def _offer_retry(self, message: str) -> None:
+        self.state = "failed"
+        self.header.value = _status("no", "failed", "Your answer ran, and then the turn stopped")
+        self.status.value = error_html(
+            None, f"{message} Fix what failed (a tool: agent.update_tools(fixed)), then Retry."
+        )
+        self.retry_button.layout.display = ""
+
+    async def _resume(self, resume: ToolResume, *, retry: bool = False) -> AgentResponse | None:
+        if not retry and await self._answered_elsewhere():
             return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
         text, tools = "", ""
         bars: dict[tuple[str, str, str], str] = {}
         try:
-            turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata)
+            turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata, retry=retry)
             async for chunk in turn:
                 text += chunk.text
                 mc = chunk.model_chunk
@@ -190,12 +216,21 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
+            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
+            details = getattr(exc, "details", None)
+            if isinstance(details, dict) and details.get("retry"):
+                self._offer_retry(message)
+                return None
             if "already resumed" in str(exc) and await self._answered_elsewhere():
                 return None
-            self._fail(str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}")
+            self._fail(message)
             return None
         self.result = res
         self.status.value = ""
+        if res.finish_reason == "aborted":
+            self.stream.value = tools
+            self._offer_retry("The turn was stopped after your answer began to run.")
+            return res
         if res.finish_reason == "interrupted":
             self.stream.value = tools
             self.child = TurnView(
@@ -280,6 +315,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
             records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
             self.children = [self.header, self.head, *records, self.status, self.continuation, self.footer]
+            self.retry_button.layout.display = "none"
         if self.displayed:
             self.show_record()
         if self.on_settle is not None:

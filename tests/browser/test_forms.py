@@ -45,7 +45,7 @@ def test_a_form_reads_as_a_summary_and_approving_updates_its_status(lab: LabPage
     lab.click_button("Approve", cell=7)
 
     status = lab.wait_for_output("transferMoney ran", cell=7).inner_text()
-    assert re.search(rf"Approved at {TIME} · transferMoney ran", status), status
+    assert re.search(rf"Approved (by \S+ )?at {TIME} · transferMoney ran", status), status  # by the local user
     assert "Waiting for" not in status and status.count("Done: the money is in savings.") == 1
     assert typeset(lab, 7) == 0
     lab.shot("approved", cell=7)
@@ -66,7 +66,7 @@ def test_editing_the_arguments_approves_with_changes(lab: LabPage) -> None:
     lab.click_button("Approve with changes", cell=cell)
 
     done = lab.wait_for_output("ran with your changes", cell=cell).inner_text()
-    assert re.search(rf"Approved at {TIME} · transferMoney ran with your changes", done), done
+    assert re.search(rf"Approved (by \S+ )?at {TIME} · transferMoney ran with your changes", done), done
     assert re.search(r"Amount\s+5000\s*→\s*500", done), done
     lab.shot("approved-with-changes", cell=cell)
 

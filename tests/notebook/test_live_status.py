@@ -90,9 +90,9 @@ async def test_the_status_line_says_who_approved_when_and_what_ran() -> None:
     assert "Waiting" not in bundle["text/html"]
 
 
-async def test_without_a_name_the_status_says_approved_at() -> None:
+async def test_without_a_name_the_status_says_approved_at(monkeypatch: pytest.MonkeyPatch) -> None:
     agent, _ = bank(MOVE, text_response("ok"))
-    view = TurnView(await agent.chat().send("move it"))
+    view = TurnView(await agent.chat().send("move it"), answered_by="")  # nobody named
     view.forms[0].deny_button.click()
     await view.task
     assert re.fullmatch(rf"Denied at {TIME} · transferMoney was told no", view.outcome), view.outcome
@@ -228,3 +228,21 @@ async def test_a_displayed_view_replaces_its_output_with_the_record_once_finishe
         and "Approved by ana" in record["text/html"]
         and "Done." in record["text/html"]
     )
+
+
+async def test_by_default_the_answerer_is_the_hub_user_or_the_local_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUPYTERHUB_USER", "ana")
+    agent, _ = bank(MOVE, text_response("ok"))
+    res = await agent.chat().send("move it")
+    view = TurnView(res)
+    view.forms[0].approve_button.click()
+    await view.task
+    assert view.outcome.startswith("Approved by ana at"), view.outcome
+    [record] = await agent.audit(res.session_id)  # type: ignore[arg-type]
+    assert (record.answered_by, record.claimed_by) == ("ana", "ana")  # in-process: no principal to trust more
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    import getpass
+
+    assert TurnView(res).answered_by == getpass.getuser()

@@ -124,13 +124,13 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
 
     two.forms[0].approve_button.click()  # a stale form: the audit says it is answered, nothing is sent
     assert (await two.task) is None and two.state == "stale"
-    assert "Already answered (approved at" in two.outcome
+    assert "Already answered (approved by" in two.outcome
     assert world == [("paid", 5)] and model.calls == 1
 
     three.forms[0].deny_button.click()  # a different answer: rejected, the form says who answered
     assert (await three.task) is None
     assert three.state == "stale" and three.settled
-    assert three.header.value.count("Already answered (approved at ") == 1, three.header.value
+    assert three.header.value.count("Already answered (approved by ") == 1, three.header.value
     assert "FAILED_PRECONDITION" not in html_of(three) and three.forms[0].deny_button.disabled
     assert world == [("paid", 5)] and model.calls == 1
 

@@ -338,14 +338,32 @@ async def test_two_interrupts_answered_together_make_one_resume() -> None:
     assert model.calls == 2 and ran == [("transfer", "amy", 9.0, True)]
 
 
-async def test_a_failed_continuation_shows_the_error_and_the_form_opens_again() -> None:
-    agent, model, ran = make(tool_call_response(("payBill", "p1", {"amount": 500})), gate=True)
-    view, _ = await paused(agent)
+async def test_a_tool_that_fails_after_approve_is_fixed_and_retried() -> None:
+    """The answer took effect (the tool ran and failed): it is not answered again but retried (issue 11)."""
+    agent, model, ran = make(
+        tool_call_response(("payBill", "p1", {"amount": 500})), text_response("paid!"), gate=True
+    )
+    view, res = await paused(agent)
     view.forms[0].approve_button.click()
     assert (await view.task) is None
-    assert "kaboom: the bank is closed" in view.status.value
-    assert view.forms[0].answer is None and not view.forms[0].approve_button.disabled
-    assert ran == [] and model.calls == 1
+    assert "kaboom: the bank is closed" in view.status.value and view.state == "failed"
+    assert view.retry_button.layout.display != "none" and ran == [] and model.calls == 1
+
+    @nba.tool(name="payBill")
+    async def pay_bill(amount: int) -> str:  # the fix, as a notebook user re-runs the cell
+        ran.append(("pay", amount))
+        return "paid"
+
+    agent.update_tools(pay_bill)
+    [turn] = await agent.pending()
+    assert turn.status == "failed" and turn.attempt is not None  # listed with its status
+    view.retry_button.click()
+    done = await view.task
+    assert done is not None and done.text == "paid!" and ran == [("pay", 500)]
+    assert view.retry_button.layout.display == "none" and view.state == "done"
+    kinds = [r.kind for r in await agent.audit(res.session_id)]  # type: ignore[arg-type]
+    assert kinds == ["restart", "restart"]  # the answer, then its retry: two audited attempts
+    assert await agent.pending() == []
 
 
 class RemoteLike:
