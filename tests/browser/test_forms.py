@@ -45,7 +45,7 @@ def test_a_form_reads_as_a_summary_and_approving_updates_its_status(lab: LabPage
     lab.click_button("Approve", cell=7)
 
     status = lab.wait_for_output("transferMoney ran", cell=7).inner_text()
-    assert re.search(rf"Approved (by \S+ )?at {TIME} · transferMoney ran", status), status  # by the local user
+    assert re.search(rf"Approved (by \S+ )?at {TIME} · transferMoney ran", status), status
     assert "Waiting for" not in status and status.count("Done: the money is in savings.") == 1
     assert typeset(lab, 7) == 0
     lab.shot("approved", cell=7)
