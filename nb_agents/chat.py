@@ -289,12 +289,15 @@ class Chat:
         metadata: Any = None,
         *,
         retry: bool = False,
+        partial: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> AgentTurn:
         """Answer the paused turn and stream the continuation (see `resume`)."""
         return AgentTurn(
-            self, self._resume_input(respond, restart, metadata, retry), call_options(config, context)
+            self,
+            self._resume_input(respond, restart, metadata, retry, partial),
+            call_options(config, context),
         )
 
     async def resume(
@@ -304,18 +307,24 @@ class Chat:
         metadata: Any = None,
         *,
         retry: bool = False,
+        partial: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> AgentResponse:
         """Answer the paused turn: `respond` parts supply outputs, `restart`
         parts re-run tools. Both lists may be used at once.
 
+        Every interrupt must be answered (Genkit's rule), unless ``partial=True``:
+        then the answered ones take effect now (a restarted tool runs) and the
+        turn stays paused on the rest; answers to different interrupts of one
+        turn may arrive at once, from anywhere, and each takes effect once.
+
         An answer takes effect once: sent again, it returns the first outcome,
         also when that attempt failed or was aborted after its tools started.
         ``retry=True`` (with the same answer) runs one more attempt instead; tools
         see the same ``ctx.idempotency_key`` in every attempt. `retry` is the short way.
         """
-        inp = self._resume_input(respond, restart, metadata, retry)
+        inp = self._resume_input(respond, restart, metadata, retry, partial)
         return await self._run(inp, call_options(config, context), None, Signal())
 
     async def retry(
@@ -328,11 +337,21 @@ class Chat:
         return await self._run(inp, call_options(config, context), None, Signal())
 
     def _resume_input(
-        self, respond: Sequence[Part], restart: Sequence[Part], metadata: Any, retry: bool
+        self,
+        respond: Sequence[Part],
+        restart: Sequence[Part],
+        metadata: Any,
+        retry: bool,
+        partial: bool = False,
     ) -> AgentInput:
         resume = ToolResume(respond=list(respond), restart=list(restart), metadata=metadata)
         self._last_resume = resume
-        return AgentInput(resume=resume, retry=True) if retry else AgentInput(resume=resume)
+        inp = AgentInput(resume=resume)
+        if retry:
+            inp.retry = True
+        if partial:
+            inp.partial = True
+        return inp
 
     async def detach(
         self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
@@ -372,9 +391,12 @@ class Chat:
         metadata: Any = None,
         *,
         retry: bool = False,
+        partial: bool = False,
         config: dict[str, Any] | None = None,
         context: dict[str, Any] | None = None,
     ) -> SyncAgentTurn:
         """The sync twin of `resume_stream`."""
-        turn = self.resume_stream(respond, restart, metadata, retry=retry, config=config, context=context)
+        turn = self.resume_stream(
+            respond, restart, metadata, retry=retry, partial=partial, config=config, context=context
+        )
         return SyncAgentTurn(turn)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 from pydantic.alias_generators import to_camel
 
 from ._display import bundle
@@ -249,8 +249,10 @@ class AgentInput(WireModel):
     message: Message | None = None
     resume: ToolResume | None = None
     detach: bool | None = None
-    # nb_agents extension: run the same answer once more after its attempt failed or was aborted
-    retry: bool | None = None
+    # nb_agents extensions: run the same answer once more after its attempt failed or was aborted;
+    # answer some of the interrupts now, the turn staying paused on the others
+    retry: StrictBool | None = None
+    partial: StrictBool | None = None
 
 
 class AgentInit(WireModel):

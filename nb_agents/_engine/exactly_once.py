@@ -27,7 +27,7 @@ from ..errors import FailedPreconditionError, NbAgentsError
 from ..stores.base import Fence, ResumeClaim, SessionStore
 from ..types import SessionSnapshot
 
-__all__ = ["Attempt", "Lost", "claim_resume"]
+__all__ = ["Attempt", "Lost", "Moved", "claim_resume"]
 
 TERMINAL = ("completed", "failed", "aborted")
 RETRYABLE = ("failed", "aborted")
@@ -60,6 +60,14 @@ class Lost:
     error: NbAgentsError
 
 
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A partial answer found the snapshot answered in part by another: go on from `snapshot`,
+    the turn that answer left paused (where this answer's interrupts may still wait)."""
+
+    snapshot: SessionSnapshot
+
+
 async def claim_resume(
     store: SessionStore,
     parent_id: str,
@@ -69,12 +77,15 @@ async def claim_resume(
     timeout: float,
     pending: SessionSnapshot,
     retry: bool = False,
-) -> Attempt | SessionSnapshot | Lost:
+    partial: bool = False,
+) -> Attempt | SessionSnapshot | Lost | Moved:
     """Claim the resume of `parent_id` for the turn `child_id`.
 
     Returns the `Attempt` to run when this call won (then `pending` is the
     child's row, written in the claim's transaction); the finished snapshot of
     the attempt that ran the same answer (its outcome, to replay); or `Lost`.
+    With `partial`, a snapshot that another partial answer resumed into a
+    turn still paused gives `Moved` to that turn instead of `Lost`.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -83,6 +94,10 @@ async def claim_resume(
         if claim is None:
             return Attempt(parent_id, child_id, digest, 1)
         if claim.digest != digest:
+            if partial:
+                moved = await _paused_child(store, claim.child_id, deadline)
+                if moved is not None:
+                    return Moved(moved)
             return Lost(_already(parent_id, claim))
         snap = await store.get_snapshot(claim.child_id)
         stale = (snap is not None and snap.status == "expired") or (snap is None and loop.time() > deadline)
@@ -100,6 +115,19 @@ async def claim_resume(
             )
         if snap is not None and snap.status in TERMINAL:
             return snap
+        await asyncio.sleep(store.poll_interval)
+
+
+async def _paused_child(store: SessionStore, child_id: str, deadline: float) -> SessionSnapshot | None:
+    """The winning attempt's snapshot once it settles, if it left the turn paused."""
+    loop = asyncio.get_running_loop()
+    while True:
+        snap = await store.get_snapshot(child_id)
+        if snap is not None and snap.status in TERMINAL:
+            paused = snap.status == "completed" and snap.finish_reason == "interrupted"
+            return snap if paused and snap.state is not None else None
+        if loop.time() > deadline or (snap is not None and snap.status == "expired"):
+            return None
         await asyncio.sleep(store.poll_interval)
 
 

@@ -32,7 +32,7 @@ from ..types import (
     TurnEnd,
     error_info,
 )
-from .exactly_once import Attempt, claim_resume
+from .exactly_once import Attempt, Moved, claim_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
 from .loading import PreTurnFailureError, load_session
@@ -236,19 +236,27 @@ class Invocation:
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
         self._current_input = inp
-        validate = self.spec.validate_input
-        if validate is not None:
-            try:
-                validate(inp, session)
-            except NbAgentsError as exc:
-                return self._output("failed", message=session.last_model(), error=error_info(exc))
+        refused = self._check(inp, session)
+        if refused is not None:
+            return refused
         self._attempt = None
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
             # the claimed turn is visible (its pending row is written with the claim, and
             # heartbeats) while it runs: if this process dies, the row expires and a later
             # answer can take the claim over
-            lost = await self._claim(parent_id, resume_digest(inp.resume), snapshot_id, bool(inp.retry))
+            digest = resume_digest(inp.resume)
+            while True:
+                lost = await self._claim(parent_id, digest, snapshot_id, inp)
+                if not isinstance(lost, SessionSnapshot):
+                    break
+                # another partial answer went first: answer what still waits in the turn it left
+                assert lost.state is not None
+                session = self.session = Session.from_state(lost.state, session.session_id)
+                parent_id = self.parent_id = lost.snapshot_id
+                refused = self._check(inp, session)
+                if refused is not None:
+                    return refused
             if lost is not None:
                 return lost
             await self._start_pending(snapshot_id, parent_id, written=True)
@@ -295,6 +303,16 @@ class Invocation:
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
+
+    def _check(self, inp: AgentInput, session: Session) -> AgentOutput | None:
+        """The handler's check of the input: a failed output if it refuses it."""
+        validate = self.spec.validate_input
+        if validate is not None:
+            try:
+                validate(inp, session)
+            except NbAgentsError as exc:
+                return self._output("failed", message=session.last_model(), error=error_info(exc))
+        return None
 
     async def _wait_turn(
         self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None
@@ -436,15 +454,27 @@ class Invocation:
         principal = principal_of(self.options.context)
         return audit_records(inp.resume, self.session.session_id, parent_id, child, principal=principal)
 
-    async def _claim(self, parent_id: str, digest: str, child_id: str, retry: bool) -> AgentOutput | None:
-        """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its output."""
+    async def _claim(
+        self, parent_id: str, digest: str, child_id: str, inp: AgentInput
+    ) -> AgentOutput | SessionSnapshot | None:
+        """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its
+        output, or the snapshot to go on from (a partial answer that another one preceded)."""
         assert self.store is not None and self.session is not None
         pending = pending_row(
             child_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
         )
         outcome = await claim_resume(
-            self.store, parent_id, digest, child_id, timeout=REPLAY_TIMEOUT, pending=pending, retry=retry
+            self.store,
+            parent_id,
+            digest,
+            child_id,
+            timeout=REPLAY_TIMEOUT,
+            pending=pending,
+            retry=bool(inp.retry),
+            partial=bool(inp.partial),
         )
+        if isinstance(outcome, Moved):
+            return outcome.snapshot
         if isinstance(outcome, Attempt):
             self._attempt = outcome
             return None

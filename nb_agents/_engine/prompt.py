@@ -119,7 +119,7 @@ class PromptTurn:
                     "parts; to answer an interrupt, use AgentInput.resume instead"
                 )
         if inp.resume is not None:
-            validate_resume(inp.resume, session.messages, self.tools)
+            validate_resume(inp.resume, session.messages, self.tools, partial=bool(inp.partial))
 
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message
@@ -128,7 +128,7 @@ class PromptTurn:
         if inp.resume is not None:
             # the invocation has validated the answers (before claiming the snapshot)
             if self.toolsets:  # checked against stand-ins if the toolsets were not listed yet
-                validate_resume(inp.resume, messages, self.tools)
+                validate_resume(inp.resume, messages, self.tools, partial=bool(inp.partial))
             paused, tool_msg, model_msg = await runner.resume(inp.resume, messages[-1], ctx)
             messages[-1] = model_msg
             if paused:

@@ -61,8 +61,14 @@ def _errors(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
 
 
-def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool]) -> None:
-    """Check `resume` against the history; raise the Genkit error if it is wrong."""
+def validate_resume(
+    resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool], *, partial: bool = False
+) -> None:
+    """Check `resume` against the history; raise the Genkit error if it is wrong.
+
+    With `partial` (nb_agents' ``AgentInput.partial``), interrupts may be left
+    unanswered: the turn stays paused on them; at least one must be answered.
+    """
     last = messages[-1] if messages else None
     if last is None or last.role != "model" or not last.tool_requests:
         raise FailedPreconditionError(
@@ -190,11 +196,17 @@ def validate_resume(resume: ToolResume, messages: list[Message], tools: Mapping[
                     f"{_errors(exc)}"
                 ) from exc
 
+    if partial:
+        if not answered:
+            raise InvalidArgumentError("a partial resume answers at least one interrupted tool request")
+        return
     for key, part in latest.items():
         if key in answered or "pendingOutput" in (part.metadata or {}):
             continue
         name, ref = key
         raise InvalidArgumentError(
             f"Unresolved tool request '{name}#{ref or ''}' was not handled by the 'resume' argument. "
-            "You must supply replies or restarts for all interrupted tool requests."
+            "You must supply replies or restarts for all interrupted tool requests.",
+            # Genkit's text, exactly; the way out is nb_agents' own
+            details={"hint": "resume with partial=True to answer some now and the rest later"},
         )

@@ -162,6 +162,9 @@ class ToolRunner:
             elif "pendingOutput" in meta:
                 outcomes[i] = Done(meta["pendingOutput"])
                 source[i] = "pending"
+            elif part.is_interrupt:  # left for later by a partial resume: it stays paused as it was
+                data = meta.get("interrupt")
+                outcomes[i] = Paused(data if isinstance(data, dict) else None)
         if to_run:
             for i, outcome in zip(run_at, await self.run(to_run, turn, restarted=True), strict=True):
                 outcomes[i] = outcome
