@@ -232,7 +232,10 @@ class Chat:
                 details=err.details if err is not None else None,
                 response=res,
             )
-        self.snapshot_id = out.snapshot_id or self.snapshot_id
+        if out.finish_reason != "aborted":
+            # an aborted turn's row (if it has one) is not where the chat goes on from: the
+            # chat stays where it was, so that a retry sends the answer to the same pause
+            self.snapshot_id = out.snapshot_id or self.snapshot_id
         self.session_id = out.session_id or self.session_id
         if out.finish_reason == "detached":
             res.messages = list(self.messages)

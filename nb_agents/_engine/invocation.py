@@ -298,6 +298,8 @@ class Invocation:
             written = await self._write_final(
                 snapshot_id, parent_id, "completed", finish, session.state(), None, audit
             )
+            if written == "aborted":  # an abort came just before the row: it is what was recorded
+                return await self._recorded_abort(snapshot_id)
             if written != "written":
                 return self._unrecorded(written, snapshot_id)
             self.parent_id = snapshot_id
@@ -358,6 +360,13 @@ class Invocation:
         assert session is not None
         attempt = self._attempt
         acted = self._ctx is not None and self._ctx.tools_started
+        if attempt is not None and self.store is not None and not acted:
+            # no tool started: the answer was never acted on, so the interrupt is answerable
+            # again. Released before the aborted row goes in, so that the same answer sent
+            # again at once never reads that row as its outcome; the row is this attempt's
+            # own, so it needs no fence any more
+            await self.store.release_claim(attempt.parent_id, attempt.child_id)
+            self._attempt = None
         if self.store is not None and snapshot_id is not None and (self.detached or attempt is not None):
             # the aborted row keeps the last good state (so it can be resumed) and, for an answer,
             # what its tools did: a re-sent answer is told, and only an explicit retry runs them again
@@ -365,11 +374,19 @@ class Invocation:
             await self._write_final(
                 snapshot_id, parent_id, "aborted", "aborted", session.state(), None, audit
             )
-        if attempt is not None and self.store is not None and not acted:
-            # no tool started: the answer was never acted on, so the interrupt is answerable again
-            await self.store.release_claim(attempt.parent_id, attempt.child_id)
+            if attempt is not None and acted:  # the row is the answer's recorded outcome
+                await self._emit(
+                    AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason="aborted"))
+                )
+                return self._output("aborted", message=session.last_model(), snapshot_id=snapshot_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
         return self._output("aborted", message=session.last_model(), state=before)
+
+    async def _recorded_abort(self, snapshot_id: str) -> AgentOutput:
+        """The output of a turn whose row an abort won: what a re-sent answer will replay."""
+        assert self.session is not None
+        await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason="aborted")))
+        return self._output("aborted", message=self.session.last_model(), snapshot_id=snapshot_id)
 
     async def _finish_failed(
         self, exc: BaseException, snapshot_id: str | None, parent_id: str | None, before: SessionState | None
@@ -388,6 +405,8 @@ class Invocation:
             written = await self._write_final(
                 snapshot_id, parent_id, "failed", "failed", session.state(), err, audit
             )
+            if written == "aborted":
+                return await self._recorded_abort(snapshot_id)
             if written == "stale":
                 return self._unrecorded(written, snapshot_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
@@ -416,12 +435,12 @@ class Invocation:
         }
         runs = self._ctx.tool_runs if self._ctx is not None else []
         attempt = self._attempt
-        if status != "completed":
-            if runs:
-                fields["tool_runs"] = list(runs)
-            inp = self._current_input
-            if attempt is not None and inp is not None and inp.resume is not None:
-                fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
+        # kept unless the row completes (an abort that wins over the completion keeps them)
+        if runs:
+            fields["tool_runs"] = list(runs)
+        inp = self._current_input
+        if attempt is not None and inp is not None and inp.resume is not None:
+            fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
         return await write_final(
             self.store,
             snapshot_id,

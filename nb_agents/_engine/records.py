@@ -31,6 +31,8 @@ log = logging.getLogger("nb_agents.engine")
 RowFields = dict[str, Any]
 """The fields of a final row besides its status and state (ids, agent, owner, ...)."""
 
+_ATTEMPT_FIELDS = ("tool_runs", "answer")
+
 
 async def write_final(
     store: SessionStore,
@@ -44,16 +46,28 @@ async def write_final(
     audit: Sequence[AuditRecord] = (),
     fence: Fence | None = None,
 ) -> str:
-    """Write the turn's row; ``"written"``, ``"stale"`` (fenced out) or ``"failed"`` (recorded as failed)."""
+    """Write the turn's row; ``"written"``, ``"aborted"`` (an abort came first and won),
+    ``"stale"`` (fenced out) or ``"failed"`` (recorded as failed).
+
+    `fields` may hold ``tool_runs`` and ``answer``: they are kept on any row
+    but a completed one (then the abort that wins keeps them too).
+    """
+    aborted = False
 
     def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
+        nonlocal aborted
         now = now_iso()
-        if cur is not None and cur.status in ("aborted", "aborting"):
-            # abort wins the race; the row keeps the last good state
+        aborted = cur is not None and cur.status in ("aborted", "aborting")
+        if aborted:
+            assert cur is not None
+            # abort wins the race (Genkit's rule), also over a turn that had just completed:
+            # the row keeps the last good state and what the attempt's tools did
             update = {"status": "aborted", "finish_reason": "aborted", "state": state, "updated_at": now}
-            if fields.get("tool_runs"):
-                update["tool_runs"] = fields["tool_runs"]
+            update.update({k: v for k, v in fields.items() if k in _ATTEMPT_FIELDS and v})
             return cur.model_copy(update=update)
+        kept = (
+            fields if status != "completed" else {k: v for k, v in fields.items() if k not in _ATTEMPT_FIELDS}
+        )
         return SessionSnapshot(
             snapshot_id=snapshot_id,
             created_at=cur.created_at if cur is not None and cur.created_at else now,
@@ -62,12 +76,12 @@ async def write_final(
             finish_reason=finish,
             error=error,
             state=state,
-            **fields,
+            **kept,
         )
 
     try:
         await _save(store, snapshot_id, mutate, audit, fence)
-        return "written"
+        return "aborted" if aborted else "written"
     except StaleClaimError:
         log.warning("turn %s lost its claim to a takeover; its result is dropped", snapshot_id)
         return "stale"
