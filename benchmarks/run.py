@@ -178,7 +178,7 @@ def available(peer: str, scenario: str) -> bool:
 
 
 def s5_http_under_load(args: argparse.Namespace) -> dict[str, Any]:
-    """S5: the nb_agents server under load from 50 clients, on each store (see s5_http.py)."""
+    """S5: the nb_agents server under load, classic and with faults (see s5_http.py)."""
     if "S5" not in args.scenarios or "nb_agents" not in args.peers:
         return {
             "status": "not run",
@@ -187,6 +187,8 @@ def s5_http_under_load(args: argparse.Namespace) -> dict[str, Any]:
     argv = ["--clients", str(args.s5_clients)]
     if args.s5_seconds:
         argv += ["--duration", str(args.s5_seconds)]
+    if args.s5_fault_seconds:
+        argv += ["--fault-duration", str(args.s5_fault_seconds)]
     return s5_http.run(s5_http.options(argv, quick=args.quick))
 
 
@@ -204,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--s5-seconds", type=float, help="S5 measured seconds per run (default 20; quick 3)")
     ap.add_argument("--s5-clients", type=int, default=50, help="S5 concurrent clients (default 50)")
+    ap.add_argument(
+        "--s5-fault-seconds",
+        type=float,
+        help="S5 with faults: measured seconds per run (default 60; quick 3)",
+    )
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite benchmarks/README.md")
     ap.add_argument("--profile", action="store_true", help="afterwards, profile nb_agents (profile.py)")
     args = ap.parse_args(argv)
@@ -276,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         profile_nb.main(["--quick"] if q else [])
         if "S5" in args.scenarios:
             s5_http.main(
-                ["--profile", "--load-clients", "raw", "--out", os.devnull, *(["--quick"] if q else [])]
+                ["--profile", "--suites", "classic", "--load-clients", "raw", "--out", os.devnull]
+                + (["--quick"] if q else [])
             )
     if failed:
         print("[bench] FAILED CHECKS:\n  " + "\n  ".join(failed), file=sys.stderr)

@@ -1,227 +1,216 @@
 """S5: the nb_agents HTTP server under load, with exactly-once checked from a ledger.
 
-For each store (in memory, SQLite) and each load generator (``httpx``: an
-``httpx.AsyncClient`` per client; ``raw``: hand-written HTTP/1.1, cheap enough
-that the server is the limit) this
+Two suites of runs, each run a fresh set of processes:
+
+* **classic** (issue 7): each store (in memory, SQLite) under each load
+  generator (``httpx``: an ``httpx.AsyncClient`` per client; ``raw``:
+  hand-written HTTP/1.1, cheap enough that the server is the limit); 50
+  clients for 20 s, every 10th cycle re-sending its resume;
+* **faults** (issue 11): 100 clients for 60 s (raw generator), 10% of the
+  cycles timing out or aborting after their answer went out, then re-sending
+  it and, when the recorded outcome is ``aborted``/``failed``, sending the
+  explicit retry (`s5_faults`); on SQLite with one server, on PostgreSQL with
+  one server, and on PostgreSQL with two servers sharing the database, the
+  clients spread over both ports (the scale-out).
+
+Each run
 
 1. starts the real command line, ``python -m nb_agents serve
-   peers/nb_agents/s5_app.py:agent --host 127.0.0.1 --port P --store URL``, in
-   its own process (uvicorn, one worker: the CLI has no ``--workers`` option),
-   and waits until ``GET /`` answers;
-2. runs the load generator (``s5_load.py``) in another process: 50 clients on
-   loopback doing approval cycles for a fixed time, half of them streaming;
-3. stops the server (SIGTERM, then SIGKILL after a bound), always;
-4. reads the ledger the served ``transfer`` tool appends to and checks it holds
-   exactly one line per completed cycle: no tool ran twice (the sampled
-   duplicate resumes included), none ran for a cycle the client never saw end.
+   peers/nb_agents/s5_app.py:agent --host 127.0.0.1 --port P --store URL``, once
+   per server (uvicorn, one worker each: the CLI has no ``--workers`` option),
+   and waits until each answers ``GET /``; PostgreSQL is the test suite's
+   throwaway server (`s5_pg`), a fresh database per run;
+2. runs the load generator (``s5_load.py``) in another process;
+3. stops the servers (SIGTERM, then SIGKILL after a bound), always;
+4. reads the ledger the served ``transfer`` tool appends to (`s5_check`): one
+   run per completed cycle plus one per explicit retry, one idempotency key per
+   answer; no tool ran twice, none ran for a cycle the client never saw end.
 
-Optionally (``--profile``) py-spy samples the server process during the load,
-and a summary of its busy samples goes to ``results/profiles/S5-<store>-<generator>.txt``.
+Optionally (``--profile``) py-spy samples the (first) server process during
+the load, and a summary goes to ``results/profiles/S5-<store>-<generator>.txt``.
 Numbers are reported, never asserted; a correctness failure (an error answer,
 a tool run twice) marks the result ``check_failed``.
 
 Usage::
 
-    .venv/bin/python benchmarks/s5_http.py [--quick] [--stores memory sqlite] [--load-clients httpx raw]
-    .venv/bin/python benchmarks/s5_http.py --profile --load-clients raw   # py-spy on the server
+    .venv/bin/python benchmarks/s5_http.py [--quick] [--suites classic faults] [--out FILE]
+    .venv/bin/python benchmarks/s5_http.py --suites faults --fault-stores postgres --scale-out 2
+    .venv/bin/python benchmarks/s5_http.py --profile --suites classic --load-clients raw   # py-spy
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import datetime as dt
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+from dataclasses import asdict, dataclass
 from typing import Any
+
+import s5_pg
+import s5_profile
+from s5_check import check_ledger
+from s5_server import Server, gc_stats, read
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-APP = os.path.join(HERE, "peers", "nb_agents", "s5_app.py")
 LOAD = os.path.join(HERE, "s5_load.py")
-PROFILES = os.path.join(HERE, "results", "profiles")
 STORES = ("memory", "sqlite")
+FAULT_STORES = ("sqlite", "postgres")
 LOAD_CLIENTS = ("httpx", "raw")
-START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-IDLE_LEAVES = ("EpollSelector.select", "Condition.wait", "lock.acquire", "select (", "poll (")
+SUITES = ("classic", "faults")
+BACKENDS = {
+    "memory": "nba.InMemorySessionStore",
+    "sqlite": "nba.SqliteSessionStore",
+    "postgres": "nba.PostgresSessionStore",
+}
 WORKERS_NOTE = (
-    "one uvicorn worker: `nb-agents serve` has no --workers option (it passes an app object to "
-    "uvicorn.run, which needs an import string for workers), so --workers 2 was not measured"
+    "one uvicorn worker per server: `nb-agents serve` has no --workers option (it passes an app object "
+    "to uvicorn.run, which needs an import string for workers), so --workers 2 was not measured"
 )
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+@dataclass(frozen=True)
+class Spec:
+    """One run: a store, a load generator, how many servers and clients, and the share of faults."""
+
+    name: str
+    store: str
+    client: str
+    servers: int
+    clients: int
+    duration: float
+    warmup: float
+    resend_every: int
+    fault_rate: float = 0.0
+    fault_tool_s: float = 0.0
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its threads (from /proc)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+def _cpu(servers: list[Server]) -> list[float]:
+    return [s.cpu_seconds() for s in servers]
 
 
-class Server:
-    """The nb_agents CLI serving s5_app on loopback; `stop` always ends the process."""
-
-    def __init__(self, store_url: str, ledger: str, log_path: str, gc_path: str) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        cmd = [sys.executable, "-m", "nb_agents", "serve", f"{APP}:agent", "--host", "127.0.0.1"]
-        cmd += ["--port", str(self.port), "--store", store_url, "--log-level", "warning"]
-        env = {**os.environ, "NB_BENCH_LEDGER": ledger, "NB_BENCH_GC_STATS": gc_path, "PYTHONUNBUFFERED": "1"}
-        self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the server exited {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.base + "/", timeout=2) as res:
-                    if res.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"the server did not answer within {START_TIMEOUT_S} s:\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        with open(self.log_path) as fh:
-            return fh.read()[-3000:]
-
-    def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(STOP_TIMEOUT_S)
-        self.log.close()
-        return self.proc.returncode
+def _store_url(spec: Spec, work: str, pg: s5_pg.Postgres | None) -> str:
+    if spec.store == "memory":
+        return "memory://"
+    if spec.store == "sqlite":
+        return f"sqlite:///{os.path.join(work, spec.name + '.db')}"
+    assert pg is not None
+    return pg.store_url()
 
 
-def check_ledger(path: str, completed: list[str], resends: int) -> dict[str, Any]:
-    """Exactly-once from the ledger: one line per completed cycle, none twice, none extra."""
-    lines = []
-    if os.path.exists(path):
-        with open(path) as fh:
-            lines = [ln.strip() for ln in fh if ln.strip()]
-    counts = collections.Counter(lines)
-    twice = sorted(k for k, n in counts.items() if n > 1)
-    done = set(completed)
-    missing = sorted(done - counts.keys())
-    extra = sorted(counts.keys() - done)
-    return {
-        "ledger_entries": len(lines),
-        "completed_cycles": len(completed),
-        "resends_checked": resends,
-        "ran_twice": len(twice),
-        "ran_twice_samples": twice[:10],
-        "missing": len(missing),
-        "missing_samples": missing[:10],
-        "extra": len(extra),
-        "extra_samples": extra[:10],
-        "ok": not twice and not missing and not extra and len(lines) == len(done),
-    }
-
-
-def _py_spy() -> str | None:
-    return shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy")
-
-
-def run_one(store: str, client: str, opts: argparse.Namespace, work: str) -> dict[str, Any]:
-    """A fresh server on `store` under load from `client`: the load summary, the ledger, the server's CPU."""
-    name = f"{store}-{client}"
-    ledger = os.path.join(work, f"ledger-{name}.txt")
-    gc_path = os.path.join(work, f"gc-{name}.json")
-    store_url = "memory://" if store == "memory" else f"sqlite:///{os.path.join(work, name + '.db')}"
-    server = Server(store_url, ledger, os.path.join(work, f"server-{name}.log"), gc_path)
-    spy: subprocess.Popen[bytes] | None = None
-    raw = os.path.join(work, f"S5-{name}.raw")
-    out: dict[str, Any] = {
-        "store": store,
-        "backend": "nba.InMemorySessionStore" if store == "memory" else "nba.SqliteSessionStore",
-        "client": client,
-    }
+def run_one(spec: Spec, opts: argparse.Namespace, work: str, pg: s5_pg.Postgres | None) -> dict[str, Any]:
+    """Fresh servers on the spec's store under load: the load summary, the ledger check, the CPU."""
+    ledger = os.path.join(work, f"ledger-{spec.name}.txt")
+    out: dict[str, Any] = {"store": spec.store, "backend": BACKENDS[spec.store], "client": spec.client}
+    out.update(servers=spec.servers, clients=spec.clients, fault_rate=spec.fault_rate)
+    servers: list[Server] = []
+    spy: s5_profile.Spy | None = None
     try:
-        server.wait_ready()
-        cmd = [sys.executable, LOAD, "--url", server.base + "/bench", "--clients", str(opts.clients)]
-        cmd += ["--duration", str(opts.duration), "--warmup", str(opts.warmup)]
-        cmd += ["--resend-every", str(opts.resend_every), "--client", client]
-        if opts.profile and _py_spy():
-            seconds = str(int(opts.warmup + opts.duration + 1))
-            spy_cmd = [_py_spy() or "py-spy", "record", "--pid", str(server.proc.pid), "--threads"]
-            spy_cmd += ["--nonblocking", "-r", "250", "-f", "raw", "-o", raw, "-d", seconds]
-            spy = subprocess.Popen(spy_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        cpu0, t0 = cpu_seconds(server.proc.pid), time.perf_counter()
-        bound = opts.warmup + opts.duration + 120
+        url = _store_url(spec, work, pg)
+        for i in range(spec.servers):
+            servers.append(Server(url, ledger, work, f"{spec.name}-{i}", fault_tool_s=spec.fault_tool_s))
+        for server in servers:
+            server.wait_ready()
+        cmd = [sys.executable, LOAD, "--url", *(s.base + "/bench" for s in servers)]
+        cmd += ["--clients", str(spec.clients), "--duration", str(spec.duration)]
+        cmd += ["--warmup", str(spec.warmup), "--resend-every", str(spec.resend_every)]
+        cmd += ["--client", spec.client, "--fault-rate", str(spec.fault_rate)]
+        cmd += ["--fault-tool-s", str(spec.fault_tool_s)]
+        exe = s5_profile.py_spy()
+        if opts.profile and exe:
+            raw = os.path.join(work, f"S5-{spec.name}.raw")
+            spy = s5_profile.Spy(exe, servers[0].proc.pid, spec.warmup + spec.duration + 1, raw)
+        cpu0, db0, t0 = _cpu(servers), pg.cpu_seconds() if pg else 0.0, time.perf_counter()
+        bound = spec.warmup + spec.duration + 120
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=bound, cwd=HERE)
-        cpu1, t1 = cpu_seconds(server.proc.pid), time.perf_counter()
+        cpu1, db1, t1 = _cpu(servers), pg.cpu_seconds() if pg else 0.0, time.perf_counter()
         line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
         if line is None:
             raise RuntimeError(f"the load generator exited {proc.returncode}:\n{proc.stderr[-3000:]}")
         out.update(json.loads(line))
-        out["server_cpu_share"] = round((cpu1 - cpu0) / (t1 - t0), 3)
-        out["server_cpu_ms_per_request"] = round((cpu1 - cpu0) * 1000 / max(1, out["total_requests"]), 3)
-        out["server_gc"] = _gc_stats(gc_path)
+        out["server_cpu_share"] = round((sum(cpu1) - sum(cpu0)) / (t1 - t0), 3)
+        out["server_cpu_share_each"] = [
+            round((b - a) / (t1 - t0), 3) for a, b in zip(cpu0, cpu1, strict=True)
+        ]
+        out["server_cpu_ms_per_request"] = round(
+            (sum(cpu1) - sum(cpu0)) * 1000 / max(1, out["total_requests"]), 3
+        )
+        if spec.store == "postgres":
+            out["db_cpu_share"] = round((db1 - db0) / (t1 - t0), 3)
+        out["server_gc"] = gc_stats(servers)
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
         out.update(status="error", error=f"{type(exc).__name__}: {exc}")
     finally:
         if spy is not None:
-            try:
-                spy.wait(30)
-            except subprocess.TimeoutExpired:
-                spy.kill()
-                spy.wait()
-        out["server_exit"] = server.stop()
+            spy.wait()
+        out["server_exit"] = [server.stop() for server in servers]
     if out.get("status") == "error":
-        out["server_log"] = _read(server.log_path)[-2000:]
+        out["server_log"] = "\n".join(read(s.log_path)[-2000:] for s in servers)
         return out
     completed = out.pop("completed_cycle_ids")
-    out["exactly_once"] = check_ledger(ledger, completed, out["resends"])
-    out["status"] = "ok" if out["errors"] == 0 and out["exactly_once"]["ok"] else "check_failed"
+    retried = out.pop("retried_cycles")
+    paths = out.pop("retry_paths")
+    out["exactly_once"] = eo = check_ledger(ledger, completed, out["resends"], retried)
+    for key in ("retried_cycles_whose_aborted_attempt_ran_no_tool_samples", "missing_samples"):
+        eo[key] = [f"{c} ({paths.get(c.split(':')[0], 'no retry')})" for c in eo[key]]
+    clean = out["errors"] == 0 and out["failed_requests"] == 0 and out["exactly_once"]["ok"]
+    out["status"] = "ok" if clean else "check_failed"
     if spy is not None:
-        out["profile"] = _write_profile(name, raw, spy, opts, out)
+        head = [
+            f"# nb_agents server under S5 load ({spec.name}: store-load generator), commit {_commit()}",
+            "",
+            f"{spec.clients} clients, {spec.warmup} + {spec.duration} s, py-spy --nonblocking at 250 Hz on "
+            f"the server process. Under the profiler: {brief(out)}",
+            "",
+        ]
+        out["profile"] = s5_profile.write_profile(spec.name, spy, head)
     return out
 
 
-def _gc_stats(path: str) -> dict[str, Any] | None:
-    """The server's GC pauses so far (its last flush, about once a second), or None."""
-    try:
-        data = json.loads(_read(path))
-    except (OSError, ValueError):
-        return None
-    return {
-        "collections": data["collections"],
-        "total_ms": [round(x, 1) for x in data["total_ms"]],
-        "max_ms": [round(x, 1) for x in data["max_ms"]],
-    }
-
-
-def _read(path: str) -> str:
-    with open(path) as fh:
-        return fh.read()
+def specs(opts: argparse.Namespace) -> tuple[list[Spec], list[Spec]]:
+    """The classic runs and the fault runs the options ask for."""
+    common = {"warmup": opts.warmup, "resend_every": opts.resend_every}
+    classic = []
+    if "classic" in opts.suites:
+        for store in opts.stores:
+            for client in opts.load_clients:
+                name = f"{store}-{client}"
+                classic.append(
+                    Spec(
+                        name, store, client, servers=1, clients=opts.clients, duration=opts.duration, **common
+                    )
+                )
+    faults = []
+    if "faults" in opts.suites:
+        layouts = [(s, 1) for s in opts.fault_stores]
+        if "postgres" in opts.fault_stores and opts.scale_out > 1:
+            layouts.append(("postgres", opts.scale_out))
+        for store, n in layouts:
+            faults.append(
+                Spec(
+                    f"{store}-{n}x",
+                    store,
+                    opts.fault_load_client,
+                    servers=n,
+                    clients=opts.fault_clients,
+                    duration=opts.fault_duration,
+                    fault_rate=opts.fault_rate,
+                    fault_tool_s=opts.fault_tool_s,
+                    **common,
+                )
+            )
+    return classic, faults
 
 
 def run(opts: argparse.Namespace) -> dict[str, Any]:
-    """S5 on each store and client; the harness's ``results["S5"]``."""
+    """S5's suites; the harness's ``results["S5"]`` (``runs``: classic, ``faults.runs``: issue 11)."""
+    classic, faulty = specs(opts)
     result: dict[str, Any] = {
         "status": "ok",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -234,80 +223,74 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "workers": 1,
         "workers_note": WORKERS_NOTE,
         "runs": {},
+        "faults": {"status": "not run", "runs": {}},
     }
+    if faulty:
+        result["faults"] = {
+            "status": "ok",
+            "clients": opts.fault_clients,
+            "duration_s": opts.fault_duration,
+            "warmup_s": opts.warmup,
+            "fault_rate": opts.fault_rate,
+            "fault_tool_s": opts.fault_tool_s,
+            "load_client": opts.fault_load_client,
+            "specs": [asdict(s) for s in faulty],
+            "runs": {},
+        }
     work = tempfile.mkdtemp(prefix="nb-s5-")
+    pg: s5_pg.Postgres | None = None
     try:
-        for store in opts.stores:
-            for client in opts.load_clients:
-                name = f"{store}-{client}"
-                print(f"[bench] S5 {name}: {opts.clients} clients, {opts.duration} s ...", flush=True)
-                res = run_one(store, client, opts, work)
-                result["runs"][name] = res
-                print(f"[bench] S5 {name:<13} {brief(res)}", flush=True)
+        for spec in classic:
+            _run_printed(spec, opts, work, None, result["runs"])
+        for spec in faulty:
+            if spec.store == "postgres" and pg is None:
+                try:
+                    pg = s5_pg.Postgres()
+                    result["faults"]["postgres"] = f"PostgreSQL {pg.version} (tests/pg.py's throwaway server)"
+                except s5_pg.PostgresUnavailableError as exc:
+                    result["faults"]["runs"][spec.name] = {"status": "not run", "reason": str(exc)}
+                    print(f"[bench] S5 {spec.name}: not run: {exc}", flush=True)
+                    continue
+            _run_printed(spec, opts, work, pg, result["faults"]["runs"])
     finally:
+        if pg is not None:
+            pg.stop()
         shutil.rmtree(work, ignore_errors=True)
-    statuses = {r["status"] for r in result["runs"].values()}
-    result["status"] = "ok" if statuses <= {"ok"} else sorted(statuses - {"ok"})[0]
+    every = [*result["runs"].values(), *result["faults"]["runs"].values()]
+    statuses = {r["status"] for r in every} - {"ok", "not run"}
+    result["status"] = sorted(statuses)[0] if statuses else "ok"
+    if faulty:
+        bad = {r["status"] for r in result["faults"]["runs"].values()} - {"ok", "not run"}
+        result["faults"]["status"] = sorted(bad)[0] if bad else "ok"
     return result
+
+
+def _run_printed(
+    spec: Spec, opts: argparse.Namespace, work: str, pg: s5_pg.Postgres | None, into: dict[str, Any]
+) -> None:
+    faults = f", {spec.fault_rate:.0%} faulty" if spec.fault_rate else ""
+    print(
+        f"[bench] S5 {spec.name}: {spec.servers} server(s), {spec.clients} clients, {spec.duration:g} s"
+        f"{faults} ...",
+        flush=True,
+    )
+    into[spec.name] = res = run_one(spec, opts, work, pg)
+    print(f"[bench] S5 {spec.name:<13} {brief(res)}", flush=True)
 
 
 def brief(res: dict[str, Any]) -> str:
     if res.get("status") == "error":
         return f"error: {str(res.get('error'))[:300]}"
     eo = res["exactly_once"]
+    retries = (
+        f", {res['fault_cycles']} fault cycles, {res['retries']} retries" if res.get("fault_rate") else ""
+    )
     return (
         f"{res['status']}: {res['cycles_per_s']} cycles/s, {res['requests_per_s']} req/s, "
-        f"errors {res['errors']}, ledger {eo['ledger_entries']}/{eo['completed_cycles']} cycles, "
+        f"errors {res['errors']}, ledger {eo['ledger_entries']}/{eo['expected_entries']} expected{retries}, "
         f"ran twice {eo['ran_twice']}, server cpu {res['server_cpu_share']} "
         f"({res['server_cpu_ms_per_request']} ms/request), load generator cpu {res['client_cpu_share']}"
     )
-
-
-# -- the server profile --------------------------------------------------------------------------
-
-
-def _norm(frame: str) -> str:
-    return re.sub(r"\((/[^()]*/(site-packages|python3\.\d+)/|" + re.escape(ROOT) + "/)", "(", frame)
-
-
-def _package(frame: str) -> str:
-    m = re.search(r"\(([^()/:]+)(/|\.py:)", frame)
-    return m.group(1) if m else "?"
-
-
-def spy_summary(raw_path: str, top: int = 25) -> str:
-    """Busy samples of the server: self time by frame and by package, inclusive time by frame."""
-    leaf: collections.Counter[str] = collections.Counter()
-    pkg: collections.Counter[str] = collections.Counter()
-    incl: collections.Counter[str] = collections.Counter()
-    total = idle = 0
-    threads: collections.Counter[str] = collections.Counter()
-    with open(raw_path) as fh:
-        for line in fh:
-            stack, _, count = line.rstrip().rpartition(" ")
-            frames = [_norm(f) for f in stack.split(";")]
-            n = int(count)
-            if frames[-1].startswith(IDLE_LEAVES):
-                idle += n
-                continue
-            total += n
-            threads["worker threads" if any("WorkerThread.run" in f for f in frames) else "main thread"] += n
-            leaf[frames[-1]] += n
-            pkg[_package(frames[-1])] += n
-            for key in set(frames[1:]):
-                incl[key] += n
-    if not total:
-        return "(no busy samples)"
-    pct = lambda v: f"{100 * v / total:5.1f}%"  # noqa: E731
-    out = [f"{total} busy samples (4 ms each, all threads), {idle} idle samples dropped"]
-    out += [", ".join(f"{k}: {pct(v).strip()}" for k, v in threads.most_common()), ""]
-    out.append("self time by package (leaf frame's top-level module):")
-    out += [f"  {pct(v)}  {k}" for k, v in pkg.most_common(15)]
-    out += ["", "self time (leaf frames):"]
-    out += [f"  {pct(v)}  {k}" for k, v in leaf.most_common(top)]
-    out += ["", "inclusive time (frames below 95%):"]
-    out += [f"  {pct(v)}  {k}" for k, v in incl.most_common(top * 4) if v < 0.95 * total][: top * 2]
-    return "\n".join(out) + "\n"
 
 
 def _commit() -> str:
@@ -320,33 +303,15 @@ def _commit() -> str:
     return (git("rev-parse", "--short", "HEAD") or "unknown") + dirty
 
 
-def _write_profile(
-    name: str, raw: str, spy: subprocess.Popen[bytes], opts: argparse.Namespace, res: dict[str, Any]
-) -> str:
-    if not os.path.exists(raw):
-        err = spy.stderr.read().decode()[-1500:] if spy.stderr else ""
-        return f"py-spy wrote nothing: {err}"
-    commit = _commit()
-    os.makedirs(PROFILES, exist_ok=True)
-    path = os.path.join(PROFILES, f"S5-{name}.txt")
-    head = [
-        f"# nb_agents server under S5 load ({name}: store-load generator), commit {commit}",
-        "",
-        f"{opts.clients} clients, {opts.warmup} + {opts.duration} s, py-spy --nonblocking at 250 Hz on the "
-        f"server process. Under the profiler: {brief(res)}",
-        "",
-    ]
-    with open(path, "w") as fh:
-        fh.write("\n".join(head) + spy_summary(raw))
-    return os.path.relpath(path, ROOT)
-
-
 def options(argv: list[str] | None = None, *, quick: bool = False) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="S5: the nb_agents HTTP server under load")
-    ap.add_argument("--quick", action="store_true", help="3 s instead of 20 s")
-    ap.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
-    ap.add_argument("--clients", type=int, default=50)
-    ap.add_argument("--duration", type=float, help="measured seconds per store (default 20; quick 3)")
+    ap.add_argument(
+        "--quick", action="store_true", help="3 s per run instead of 20 s (classic), 60 s (faults)"
+    )
+    ap.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
+    ap.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES), help="classic suite")
+    ap.add_argument("--clients", type=int, default=50, help="classic suite")
+    ap.add_argument("--duration", type=float, help="classic: measured seconds per run (default 20; quick 3)")
     ap.add_argument("--warmup", type=float, help="checked, untimed seconds first (default 2; quick 1)")
     ap.add_argument("--resend-every", type=int, default=10)
     ap.add_argument(
@@ -354,13 +319,30 @@ def options(argv: list[str] | None = None, *, quick: bool = False) -> argparse.N
         nargs="+",
         choices=LOAD_CLIENTS,
         default=list(LOAD_CLIENTS),
-        help="httpx.AsyncClient and/or raw HTTP/1.1 (a cheaper generator, to find the server's limit)",
+        help="classic: httpx.AsyncClient and/or raw HTTP/1.1 (cheaper, to find the server's limit)",
+    )
+    ap.add_argument("--fault-stores", nargs="+", choices=FAULT_STORES, default=list(FAULT_STORES))
+    ap.add_argument("--fault-clients", type=int, default=100)
+    ap.add_argument(
+        "--fault-duration", type=float, help="faults: measured seconds per run (default 60; quick 3)"
+    )
+    ap.add_argument("--fault-rate", type=float, default=0.1, help="share of cycles that time out or abort")
+    ap.add_argument(
+        "--fault-tool-s",
+        type=float,
+        default=0.1,
+        help="seconds the tool sleeps in a fault cycle (default 0.1)",
+    )
+    ap.add_argument("--fault-load-client", choices=LOAD_CLIENTS, default="raw")
+    ap.add_argument(
+        "--scale-out", type=int, default=2, help="faults: also N servers on one PostgreSQL (default 2; 1: no)"
     )
     ap.add_argument("--profile", action="store_true", help="py-spy the server (results/profiles/S5-*.txt)")
     ap.add_argument("--out", help="write the JSON here (report.py RESULTS.json --s5 OUT merges it)")
     opts = ap.parse_args(argv if argv is not None else [])
     q = opts.quick or quick
     opts.duration = opts.duration or (3.0 if q else 20.0)
+    opts.fault_duration = opts.fault_duration or (3.0 if q else 60.0)
     opts.warmup = opts.warmup if opts.warmup is not None else (1.0 if q else 2.0)
     return opts
 

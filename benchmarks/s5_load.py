@@ -1,9 +1,10 @@
-"""S5's load generator: concurrent clients doing approval cycles over raw HTTP (its own process).
+"""S5's load generator: concurrent clients doing approval cycles over HTTP (its own process).
 
-Run by `s5_http` against a served ``peers/nb_agents/s5_app.py``; prints one JSON
-line. Each of ``--clients`` clients has its own ``httpx.AsyncClient`` (one
-keep-alive connection on loopback) and repeats the S3 approval cycle with
-Genkit's wire JSON, each cycle a fresh conversation:
+Run by `s5_http` against one or more served ``peers/nb_agents/s5_app.py``
+(client ``i`` talks to ``--url`` number ``i`` modulo their count); prints one
+JSON line. Each of ``--clients`` clients has its own keep-alive connection on
+loopback (`s5_transport`: ``httpx.AsyncClient`` or raw HTTP/1.1) and repeats
+the S3 approval cycle with Genkit's wire JSON, each cycle a fresh conversation:
 
 1. ``send``: ``{"data": {"message": "transfer <cycle>"}, "init": {}}`` must
    answer ``finishReason: interrupted`` with the held ``transfer`` call of
@@ -13,6 +14,12 @@ Genkit's wire JSON, each cycle a fresh conversation:
 3. ``resend`` (every ``--resend-every``-th cycle of a client): the identical
    resume body again must answer the same snapshot id and text (the first
    result back; the tool must not run again, which the ledger shows).
+
+With ``--fault-rate``, that share of the cycles breaks step 2 on purpose (a
+client-side timeout or an ``/abort``), re-sends the answer and, when the
+recorded outcome is ``aborted`` or ``failed``, sends the explicit retry: see
+`s5_faults`. The explicit retries are reported per cycle id
+(``retried_cycles``), for the ledger check.
 
 Odd-numbered clients ask for SSE (``Accept: text/event-stream``) and read the
 stream to its terminal frame; even-numbered ones get one JSON body, so each
@@ -27,143 +34,78 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import resource
 import sys
 import time
-import urllib.parse
 from typing import Any
 
-import httpx
+from s5_faults import FAULT_PREFIX, FaultPlan, fault_cycle
+from s5_transport import ClientTimeoutError, CycleError, Transport, frames, transport
 
-SSE = {"Accept": "text/event-stream"}
-REQUEST_TIMEOUT_S = 30.0
 MAX_ERROR_SAMPLES = 20
-
-
-class CycleError(Exception):
-    """A request of a cycle answered something other than what the cycle expects."""
-
-
-def _frames(body: str) -> list[dict[str, Any]]:
-    out = []
-    for piece in body.strip().split("\n\n"):
-        if not piece.startswith("data: "):
-            raise CycleError(f"an SSE frame is not 'data: <json>': {piece[:120]!r}")
-        out.append(json.loads(piece[len("data: ") :]))
-    return out
-
-
-class HttpxTransport:
-    """POSTs through ``httpx.AsyncClient`` (one keep-alive connection): what a Python client uses."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.http = httpx.AsyncClient(
-            timeout=REQUEST_TIMEOUT_S, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        )
-
-    async def post(self, body: bytes, sse: bool) -> tuple[int, str]:
-        headers = {"Content-Type": "application/json", **(SSE if sse else {})}
-        try:
-            res = await self.http.post(self.url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            raise CycleError(f"{type(exc).__name__}: {exc}") from None
-        return res.status_code, res.text
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-
-class RawTransport:
-    """POSTs as hand-written HTTP/1.1 over one asyncio connection: a load generator costing little CPU.
-
-    Reads ``Content-Length`` and chunked bodies (uvicorn sends an SSE stream chunked).
-    """
-
-    def __init__(self, url: str) -> None:
-        parts = urllib.parse.urlsplit(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.head = (
-            f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
-        )
-        self.conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-
-    async def post(self, body: bytes, sse: bool) -> tuple[int, str]:
-        try:
-            async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                return await self._post(body, sse)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError) as exc:
-            await self.aclose()
-            raise CycleError(f"{type(exc).__name__}: {exc}") from None
-
-    async def _post(self, body: bytes, sse: bool) -> tuple[int, str]:
-        if self.conn is None:
-            self.conn = await asyncio.open_connection(self.host, self.port)
-        reader, writer = self.conn
-        accept = "Accept: text/event-stream\r\n" if sse else ""
-        writer.write(f"{self.head}{accept}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        status_line, *header_lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        headers = {}
-        for line in header_lines:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        if "content-length" in headers:
-            data = await reader.readexactly(int(headers["content-length"]))
-        elif headers.get("transfer-encoding") == "chunked":
-            pieces = []
-            while size := int((await reader.readuntil(b"\r\n"))[:-2], 16):
-                pieces.append((await reader.readexactly(size + 2))[:-2])
-            await reader.readexactly(2)
-            data = b"".join(pieces)
-        else:
-            raise ValueError(f"a response with neither Content-Length nor chunks: {headers}")
-        if headers.get("connection", "").lower() == "close":
-            await self.aclose()
-        return int(status_line.split()[1]), data.decode()
-
-    async def aclose(self) -> None:
-        if self.conn is not None:
-            self.conn[1].close()
-            self.conn = None
 
 
 class Client:
     """One simulated user: a connection, a mode, and the record of what it did."""
 
-    def __init__(self, index: int, url: str, resend_every: int, log: Recorder, transport: str) -> None:
+    def __init__(self, index: int, urls: list[str], args: argparse.Namespace, log: Recorder) -> None:
         self.index = index
         self.streaming = index % 2 == 1
-        self.resend_every = resend_every
+        self.resend_every = args.resend_every
         self.log = log
-        self.transport = HttpxTransport(url) if transport == "httpx" else RawTransport(url)
+        self.kind = args.client
+        self.url = urls[index % len(urls)]
+        self.other_url = urls[(index + 1) % len(urls)]  # where a fault's re-send goes (a balancer's retry)
+        self.transport: Transport = transport(args.client, self.url)
+        self.faults = FaultPlan(args.fault_rate, f"{args.seed}-{index}", args.fault_tool_s)
 
-    async def _post(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
-        label = f"{kind}-{'sse' if self.streaming else 'json'}"
+    async def post(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        via: Transport | None = None,
+        stream: bool | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """POST `body` (to the agent, or its ``/getSnapshot`` or ``/abort`` for those kinds); its result."""
+        sse = self.streaming if stream is None else stream
+        label = f"{kind}-{'sse' if sse else 'json'}"
+        suffix = f"/{kind}" if kind in ("getSnapshot", "abort") else ""
         raw = json.dumps(body).encode()
         t0 = time.perf_counter()
         try:
-            status, text = await self.transport.post(raw, self.streaming)
+            status, text = await (via or self.transport).post(raw, sse, suffix=suffix, timeout=timeout)
         except CycleError as exc:
-            self.log.request(label, t0, time.perf_counter(), ok=False)
-            raise CycleError(f"{label}: {exc}") from None
+            self.log.request(
+                label, t0, time.perf_counter(), ok=False, expected=isinstance(exc, ClientTimeoutError)
+            )
+            exc.args = (f"{label}: {exc}",)
+            raise
         t1 = time.perf_counter()
         if status != 200:
             self.log.request(label, t0, t1, ok=False)
             raise CycleError(f"{label}: HTTP {status}: {text[:200]}")
         self.log.request(label, t0, t1, ok=True)
-        if not self.streaming:
+        if not sse:
             return dict(json.loads(text)["result"])
-        last = _frames(text)[-1]
+        last = frames(text)[-1]
         if "result" not in last:
             raise CycleError(f"{label}: the stream ended with {json.dumps(last)[:200]}")
         return dict(last["result"])
 
+    def check_done(self, done: dict[str, Any], cycle_id: str, kind: str) -> None:
+        text = "".join(p.get("text", "") for p in done["message"]["content"])
+        if done.get("finishReason") != "stop" or text != f"done {cycle_id}":
+            raise CycleError(f"{kind} {cycle_id}: {done.get('finishReason')!r} {text!r}")
+
     async def cycle(self, seq: int) -> None:
-        cycle_id = f"c{self.index}-{seq}"
+        fault = self.faults.pick()
+        cycle_id = f"{FAULT_PREFIX if fault else 'c'}{self.index}-{seq}"
         t0 = time.perf_counter()
-        first = await self._post(
+        first = await self.post(
             "send",
             {
                 "data": {"message": {"role": "user", "content": [{"text": f"transfer {cycle_id}"}]}},
@@ -177,13 +119,17 @@ class Client:
             raise CycleError(f"send {cycle_id}: held calls {json.dumps(held)[:200]}")
         restart = {"toolRequest": held[0]["toolRequest"], "metadata": {"resumed": {"toolApproved": True}}}
         body = {"data": {"resume": {"restart": [restart]}}, "init": {"snapshotId": first["snapshotId"]}}
-        done = await self._post("resume", body)
-        text = "".join(p.get("text", "") for p in done["message"]["content"])
-        if done.get("finishReason") != "stop" or text != f"done {cycle_id}":
-            raise CycleError(f"resume {cycle_id}: {done.get('finishReason')!r} {text!r}")
+        if fault:
+            await fault_cycle(self, fault, cycle_id, first, body)
+            self.log.cycle(cycle_id, t0, time.perf_counter())
+            return
+        t1 = time.perf_counter()
+        done = await self.post("resume", body)
+        self.faults.saw_resume(time.perf_counter() - t1)
+        self.check_done(done, cycle_id, "resume")
         self.log.cycle(cycle_id, t0, time.perf_counter())
         if seq % self.resend_every == 0:
-            again = await self._post("resend", body)
+            again = await self.post("resend", body)
             if again.get("snapshotId") != done["snapshotId"] or again.get("message") != done["message"]:
                 raise CycleError(f"resend {cycle_id}: a different result {json.dumps(again)[:200]}")
             self.log.resends += 1
@@ -202,7 +148,7 @@ class Client:
 
 
 class Recorder:
-    """Every request and cycle, with times; summarized over the measured window."""
+    """Every request and cycle, with times, and what the fault cycles met; summarized over the window."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, float, float, bool]] = []
@@ -210,12 +156,26 @@ class Recorder:
         self.errors: list[str] = []
         self.error_count = 0
         self.resends = 0
+        self.client_timeouts = 0  # requests the client gave up on by design (fault cycles)
+        self.retries: collections.Counter[str] = collections.Counter()  # explicit retries per cycle id
+        self.faults: collections.Counter[str] = collections.Counter()
+        self.retry_paths: dict[str, str] = {}  # how each retried cycle's fault went
 
-    def request(self, kind: str, t0: float, t1: float, *, ok: bool) -> None:
+    def request(self, kind: str, t0: float, t1: float, *, ok: bool, expected: bool = False) -> None:
+        if expected:
+            self.client_timeouts += 1
+            return
         self.requests.append((kind, t0, t1, ok))
 
     def cycle(self, cycle_id: str, t0: float, t1: float) -> None:
         self.cycles.append((cycle_id, t0, t1))
+
+    def fault(self, what: str) -> None:
+        self.faults[what] += 1
+
+    def retried(self, cycle_id: str, how: str) -> None:
+        self.retries[cycle_id] += 1
+        self.retry_paths[cycle_id] = how
 
     def error(self, message: str) -> None:
         self.error_count += 1
@@ -264,8 +224,15 @@ def summarize(log: Recorder, t_start: float, t_end: float, cpu_s: float) -> dict
         "failed_requests": failed,
         "error_samples": log.errors,
         "resends": log.resends,
+        "fault_cycles": sum(1 for c in log.cycles if c[0].startswith(FAULT_PREFIX)),
+        "fault_cycles_in_window": sum(1 for c in cycles_in if c[0].startswith(FAULT_PREFIX)),
+        "client_timeouts": log.client_timeouts,
+        "retries": sum(log.retries.values()),
+        "fault_outcomes": dict(sorted(log.faults.items())),
         "total_requests": len(log.requests),
         "completed_cycle_ids": [c[0] for c in log.cycles],
+        "retried_cycles": dict(log.retries),
+        "retry_paths": log.retry_paths,
         "client_cpu_s": round(cpu_s, 2),
         "client_cpu_share": round(cpu_s / (log.requests[-1][2] - log.requests[0][1]), 3)
         if log.requests
@@ -275,7 +242,7 @@ def summarize(log: Recorder, t_start: float, t_end: float, cpu_s: float) -> dict
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     log = Recorder()
-    clients = [Client(i, args.url, args.resend_every, log, args.client) for i in range(args.clients)]
+    clients = [Client(i, args.url, args, log) for i in range(args.clients)]
     now = time.perf_counter()
     t_start = now + args.warmup
     t_end = t_start + args.duration
@@ -290,7 +257,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="S5 load generator (approval cycles over HTTP)")
-    ap.add_argument("--url", required=True, help="the agent's URL, e.g. http://127.0.0.1:8765/bench")
+    ap.add_argument(
+        "--url",
+        nargs="+",
+        required=True,
+        help="the agent's URL, e.g. http://127.0.0.1:8765/bench; several: clients spread over them",
+    )
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--duration", type=float, default=20.0, help="measured seconds")
     ap.add_argument("--warmup", type=float, default=2.0, help="checked but untimed seconds first")
@@ -298,8 +270,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--client", choices=["httpx", "raw"], default="httpx", help="httpx.AsyncClient, or raw HTTP/1.1"
     )
+    ap.add_argument("--fault-rate", type=float, default=0.0, help="share of cycles that time out or abort")
+    ap.add_argument(
+        "--fault-tool-s", type=float, default=0.0, help="the seconds the served tool sleeps in a fault cycle"
+    )
+    ap.add_argument("--seed", default="s5", help="seeds which cycles are faulty, and their timings")
     args = ap.parse_args(argv)
-    if not args.url.startswith(("http://127.", "http://localhost", "http://[::1]")):
+    if not all(u.startswith(("http://127.", "http://localhost", "http://[::1]")) for u in args.url):
         sys.exit("s5_load drives loopback servers only")
     print(json.dumps(asyncio.run(main_async(args))))
 

@@ -9,16 +9,22 @@ The model is a zero-latency `FunctionModel`: a user message ``transfer <cycle>``
 is answered with a call of ``transfer`` carrying that cycle id; the tool's
 answer is answered with the text ``done <cycle>``. ``transfer`` needs approval
 (`ToolApproval`), so every cycle pauses once and runs the tool only when the
-client approves. Each run of the tool appends one line, the cycle id, to the
-ledger file named by ``NB_BENCH_LEDGER`` (``O_APPEND``, one ``write`` per line,
-so concurrent lines never interleave). The harness reads the ledger after the
-server stops: one line per completed cycle means no tool ran twice. With
+client approves. Each run of the tool appends one line to the ledger file named
+by ``NB_BENCH_LEDGER``: the cycle id, the answer's idempotency key
+(``ctx.idempotency_key``, the same for every attempt at one answer) and the
+server's process id (``O_APPEND``, one ``write`` per line, so concurrent lines,
+from several server processes too, never interleave). The harness reads the
+ledger after the servers stop: one line per completed cycle, plus one per
+explicit retry, means no tool ran twice. A fault cycle (its id starts with
+``f``, see `s5_faults`) sleeps ``NB_BENCH_FAULT_TOOL_S`` seconds after its
+line, so that a client's timeout or abort can land while the tool runs. With
 ``NB_BENCH_GC_STATS`` set, the server also records its garbage-collector pauses
 (`GcStats`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -32,17 +38,19 @@ TOOL = "transfer"
 PREFIX = "transfer "
 LEDGER_ENV = "NB_BENCH_LEDGER"
 GC_ENV = "NB_BENCH_GC_STATS"
+FAULT_PREFIX = "f"
+FAULT_TOOL_S = float(os.environ.get("NB_BENCH_FAULT_TOOL_S", "0"))
 
 _ledger_fd: list[int] = []
 
 
-def _ledger(cycle: str) -> None:
+def _ledger(cycle: str, key: str) -> None:
     if not _ledger_fd:
         path = os.environ.get(LEDGER_ENV)
         if not path:
             raise RuntimeError(f"set {LEDGER_ENV} to the ledger file the transfer tool appends to")
         _ledger_fd.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
-    os.write(_ledger_fd[0], f"{cycle}\n".encode())
+    os.write(_ledger_fd[0], f"{cycle} {key or '-'} {os.getpid()}\n".encode())
 
 
 def reply(req: nba.GenerateRequest) -> dict[str, Any] | str:
@@ -59,9 +67,11 @@ def reply(req: nba.GenerateRequest) -> dict[str, Any] | str:
 
 
 @nba.tool(name=TOOL)
-async def transfer(amount: int, cycle: str) -> str:
-    """Move money (needs approval); records the cycle in the ledger."""
-    _ledger(cycle)
+async def transfer(amount: int, cycle: str, ctx: nba.ToolContext) -> str:
+    """Move money (needs approval); records the cycle and the answer's idempotency key in the ledger."""
+    _ledger(cycle, ctx.idempotency_key)
+    if FAULT_TOOL_S and cycle.startswith(FAULT_PREFIX):
+        await asyncio.sleep(FAULT_TOOL_S)
     return cycle
 
 

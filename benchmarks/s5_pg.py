@@ -1,0 +1,82 @@
+"""A throwaway PostgreSQL server for S5: the test suite's own (``tests/pg.py``), imported, not copied.
+
+``tests/pg.py`` runs ``initdb`` into a temporary directory (as the ``postgres``
+system user when root) and ``postgres`` on 127.0.0.1 on a free port, stopped at
+exit; `Postgres` adds what the benchmark needs: a fresh database per run as a
+``--store`` URL, and the CPU the server's processes used. Where PostgreSQL
+cannot run (no binaries, no psycopg, root without the ``postgres`` user), the
+test helper's skip becomes `PostgresUnavailableError` with its reason, and the PostgreSQL
+runs are reported as not run. ``scripts/ensure_postgres.sh`` installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class PostgresUnavailableError(Exception):
+    """PostgreSQL cannot run here; the message says why."""
+
+
+def _test_helper() -> ModuleType:
+    name = "nb_agents_tests_pg"  # not "pg": nothing else on sys.path may answer to it
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tests", "pg.py"))
+        if spec is None or spec.loader is None:
+            raise PostgresUnavailableError("tests/pg.py is missing")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+class Postgres:
+    """The running server (started on construction) and its databases."""
+
+    def __init__(self) -> None:
+        try:
+            import pytest  # tests/pg.py reports a missing PostgreSQL as a pytest skip
+        except ImportError as exc:
+            raise PostgresUnavailableError(f"tests/pg.py needs pytest: {exc}") from None
+        self._pg = _test_helper()
+        try:
+            self.server: Any = self._pg.server()
+        except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+            raise PostgresUnavailableError(str(exc)) from None
+        self.version = self.server.bindir.parent.name
+
+    def store_url(self) -> str:
+        """A new, empty database, as ``postgresql://`` for ``nb-agents serve --store``."""
+        dsn = dict(part.split("=", 1) for part in self.server.create_database().split())
+        return f"postgresql://{dsn['user']}@{dsn['host']}:{dsn['port']}/{dsn['dbname']}"
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the postmaster, its live backends and its ended (waited-for) children."""
+        root = self.server.proc.pid if self.server.proc is not None else None
+        if root is None:
+            return 0.0
+        total = 0.0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rpartition(")")[2].split()
+            except OSError:
+                continue  # ended meanwhile: the postmaster's child times below hold it
+            pid, ppid = int(entry), int(fields[1])
+            if pid == root:
+                total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            elif ppid == root:
+                total += int(fields[11]) + int(fields[12])
+        return total / CLK_TCK
+
+    def stop(self) -> None:
+        self._pg.stop_server()
