@@ -113,6 +113,14 @@ async def claim_resume(
                     f"(snapshot {claim.child_id}); there is nothing to retry."
                 )
             )
+        if snap is not None and snap.status == "aborted":
+            # an attempt that acted on nothing releases its claim before its row says aborted:
+            # the claim read above may be gone by now, and then this answer is the one to run
+            again = await store.claim_resume(parent_id, digest, child_id, pending=pending)
+            if again is None:
+                return Attempt(parent_id, child_id, digest, 1)
+            if again.child_id != claim.child_id:
+                continue
         if snap is not None and snap.status in TERMINAL:
             return snap
         await asyncio.sleep(store.poll_interval)
