@@ -24,4 +24,6 @@ def test_readme_examples_run_in_order(
     assert "interrupted" in outputs[0] and "Done." in outputs[0]
     assert "alice ['transferMoney']" in outputs[1]
     assert "[('transferMoney', 'restart', {'approved': True}, 'ana')]" in outputs[1]
+    retried = next(out for out in outputs if "bank offline" in out)  # one failed attempt, replayed
+    assert retried.count("RuntimeError: bank offline") == 2 and retried.endswith("Done. 1\n")
     assert "interrupted transferMoney" in outputs[-1] and "Done. completed" in outputs[-1]
