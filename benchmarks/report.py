@@ -84,9 +84,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
 S5_KINDS = ("send-json", "send-sse", "resume-json", "resume-sse", "resend-json", "resend-sse")
 
 
-def _s5_tail_ratio(run: dict[str, Any]) -> float | None:
-    """The largest p99/p50 over the request kinds of one S5 run."""
-    ratios = [v["p99_ms"] / v["p50_ms"] for v in run.get("latency", {}).values() if v.get("p50_ms")]
+def _s5_tail_ratio(run: dict[str, Any], skip: tuple[str, ...] = ()) -> float | None:
+    """The largest p99/p50 over the request kinds of one S5 run (less those in `skip`)."""
+    lat = run.get("latency", {})
+    ratios = [v["p99_ms"] / v["p50_ms"] for k, v in lat.items() if v.get("p50_ms") and k not in skip]
     return round(max(ratios), 2) if ratios else None
 
 
@@ -101,6 +102,15 @@ def s5_targets(s5: dict[str, Any]) -> dict[str, bool]:
         out[f"S5 {name}: no tool ran twice (ledger = completed cycles)"] = bool(run["exactly_once"]["ok"])
         ratio = _s5_tail_ratio(run)
         out[f"S5 {name}: p99 < 10x p50 for every request kind"] = ratio is not None and ratio < 10
+    for name, run in ((s5.get("faults") or {}).get("runs") or {}).items():
+        if run.get("status") != "ok" and "exactly_once" not in run:
+            out[f"S5 faults {name}: the run completed"] = False
+            continue
+        eo = run["exactly_once"]
+        out[f"S5 faults {name}: no errors"] = run["errors"] == 0 and run["failed_requests"] == 0
+        out[f"S5 faults {name}: no duplicate tool run (ledger = cycles + retries)"] = bool(eo["ok"])
+        ratio = _s5_tail_ratio(run, skip=("getSnapshot-json",))
+        out[f"S5 faults {name}: p99 <= 10x p50 for every answer kind"] = ratio is not None and ratio <= 10
     return out
 
 
@@ -169,6 +179,44 @@ def render_s5(s5: dict[str, Any]) -> list[str]:
             f"| {run['store']} | {run['client']} | "
             + " | ".join(cells)
             + f" | {_ms(cyc.get('p50_ms'))} / {_ms(cyc.get('p99_ms'))} | {_s5_tail_ratio(run)} |"
+        )
+    return lines
+
+
+def render_s5_faults(faults: dict[str, Any]) -> list[str]:
+    """Issue 11's S5 with faults: throughput, what the faults met, exactly-once and tails per run."""
+    lines = ["### S5 with faults: timeouts, aborts, re-sends and retries", ""]
+    if not faults.get("runs"):
+        return [*lines, f"{faults.get('status', 'not run')}."]
+    lines += [
+        f"{faults['clients']} clients for {faults['duration_s']:g} s on the `{faults['load_client']}` "
+        f"generator; {faults['fault_rate']:.0%} of cycles time out or abort while the tool sleeps "
+        f"{faults['fault_tool_s']:g} s, then re-send the identical answer and, after a recorded "
+        "`aborted`, send the explicit retry (see above). `runs` counts the tool's ledger lines: each "
+        "cycle once, plus one per retry. The tail ratio leaves out `getSnapshot`, the abort clients' "
+        "own polling read (shown apart).",
+        "",
+        "| run | servers | cycles/s | errors | ledger / expected | ran twice | fault cycles | "
+        "timeouts | aborts that landed | retries | re-sends | largest p99/p50 (answers) | "
+        "cycle p50 / p99 | getSnapshot p50 / p99 | server CPU |",
+        "|---" * 15 + "|",
+    ]
+    for name, run in faults["runs"].items():
+        if "exactly_once" not in run:
+            lines.append(f"| {name} | | **{run.get('status')}** | {str(run.get('reason', ''))[:80]} |" + " |" * 11)
+            continue
+        eo, cyc = run["exactly_once"], run["cycle_latency"]
+        snap = run["latency"].get("getSnapshot-json", {})
+        landed = run["fault_outcomes"].get("abort: the resume answered aborted", 0)
+        lines.append(
+            f"| {name} | {run['servers']} | {run['cycles_per_s']:.0f} | "
+            f"{run['errors'] + run['failed_requests']} | {eo['ledger_entries']:,} / {eo['expected_entries']:,} | "
+            f"{eo['ran_twice']} | {run['fault_cycles']:,} | {run['client_timeouts']:,} | {landed:,} | "
+            f"{eo['explicit_retries']:,} | {eo['resends_checked']:,} | "
+            f"{_s5_tail_ratio(run, skip=('getSnapshot-json',))} | "
+            f"{_ms(cyc.get('p50_ms'))} / {_ms(cyc.get('p99_ms'))} | "
+            f"{_ms(snap.get('p50_ms'))} / {_ms(snap.get('p99_ms'))} | "
+            f"{sum(run['server_cpu_share_each']):.2f} |"
         )
     return lines
 
@@ -277,6 +325,7 @@ def render(results: dict[str, Any]) -> str:
             f"loaded of ipywidgets/starlette/psycopg: {us.get('forbidden_loaded') or 'none'}.",
         ]
     lines += ["", *render_s5(results.get("S5") or {"status": "not run"})]
+    lines += ["", *render_s5_faults((results.get("S5") or {}).get("faults") or {"status": "not run"})]
     lines += ["", "### Targets from issue 7 (reported, never asserted)", ""]
     for k, v in summary["targets"].items():
         lines.append(f"- {k}: {'met' if v else '**not met**'}")
