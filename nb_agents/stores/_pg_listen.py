@@ -1,7 +1,8 @@
 """`PgListener`: one LISTEN connection per `PostgresSessionStore`, shared by all its waiters.
 
-Every write of a snapshot row sends ``NOTIFY nb_agents_changes`` with the
-row's id in its transaction (`._pg_rows`), from whichever process wrote it.
+Every write that ends a pending row's run (an abort, a final write) sends
+``NOTIFY nb_agents_changes`` with the row's id in its transaction
+(`._pg_rows`), from whichever process wrote it.
 The listener holds one connection of its own in a daemon thread, blocked in
 ``select`` on its socket (no statement runs while it waits), and wakes the
 store's waiters of each id it hears (`._changes`). When the connection drops

@@ -22,9 +22,13 @@ come after it see the new generation.
 
 A session's agent and owner live in ``nb_agents_sessions``, once: the first
 row that names them sets them, every row of the session reads them back.
-Every write of a row sends ``NOTIFY nb_agents_changes`` with its id (the
-empty payload, "anything changed", for an id too long for a payload) in its
-transaction, for the `wait_changed` of every process (`._pg_listen`).
+A write that ends a pending row's run (its status leaves ``pending``: an
+abort, or the turn's final write) sends ``NOTIFY nb_agents_changes`` with its
+id (the empty payload, "anything changed", for an id too long for a payload)
+in its transaction, for the `wait_changed` of every process (`._pg_listen`).
+Heartbeats and new rows send nothing: a notifying transaction takes a
+server-wide lock at commit, and under load three notices a cycle cost more
+than the rest of its commits together.
 
 Schema version 2; `MIGRATE` brings a version 1 database to it in place: the
 claims' generation, and the sessions table filled from each session's rows
@@ -133,6 +137,16 @@ _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 _Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
 
 
+def ends_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
+    """Whether writing `new` over `current` ends a pending row's run (an abort, or its final write).
+
+    Only these writes notify: a running turn waits on its own row for exactly
+    this (another process's abort); heartbeats and new rows are silent, since a
+    transaction that sends ``NOTIFY`` takes a server-wide lock at commit.
+    """
+    return current is not None and current.status == "pending" and new.status != "pending"
+
+
 def notify_payload(snapshot_id: str) -> str:
     """The NOTIFY payload of a write of `snapshot_id`: the id, or "" when too long to be one."""
     return snapshot_id if len(snapshot_id.encode("utf-8", "surrogatepass")) <= _MAX_PAYLOAD else ""
@@ -199,24 +213,28 @@ class PgRows:
         cols, messages = encode_row(
             new, lambda: self._base(new.parent_id, row[0] if row is not None else None), in_session=in_session
         )
-        payload = notify_payload(snapshot_id)
         if row is None:
             inserted = self.conn.execute(
                 "INSERT INTO nb_agents_snapshots (snapshot_id, session_id, parent_id, created_at, meta, "
                 "state, base_seq, base_len, tail, rev) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1) "
-                f"RETURNING seq, pg_notify('{CHANNEL}', %s)",
-                (snapshot_id, *cols, payload),
+                "RETURNING seq",
+                (snapshot_id, *cols),
             ).fetchone()
             assert inserted is not None
             seq, rev = int(inserted[0]), 1
         else:
             seq, rev = row[0], row[1] + 1
-            self.conn.execute(
+            update = (
                 "UPDATE nb_agents_snapshots SET session_id = %s, parent_id = %s, created_at = %s, meta = %s, "
-                "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s "
-                f"RETURNING pg_notify('{CHANNEL}', %s)",
-                (*cols, rev, seq, payload),
+                "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s"
             )
+            if ends_a_run(current, new):
+                self.conn.execute(
+                    update + f" RETURNING pg_notify('{CHANNEL}', %s)",
+                    (*cols, rev, seq, notify_payload(snapshot_id)),
+                )
+            else:
+                self.conn.execute(update, (*cols, rev, seq))
             if old:
                 self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
         if messages is not None:

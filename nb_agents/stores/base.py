@@ -371,10 +371,11 @@ class SessionStore(Protocol):
         Spurious returns are allowed: the caller reads the row again. A save
         of the row through this store object (in this process) returns it at
         once; whether a save from elsewhere does is the store's to say
-        (PostgreSQL: yes, by LISTEN/NOTIFY; SQLite and files: only by the
-        timeout). A change that committed just before the call is not lost:
-        if the row exists and its stored status is no longer ``pending``,
-        the call returns without waiting.
+        (PostgreSQL: a save that ends the pending row's run, such as an
+        abort, by LISTEN/NOTIFY; SQLite and files: only by the timeout). A
+        change that committed just before the call is not lost: if the row
+        exists and its stored status is no longer ``pending``, the call
+        returns without waiting.
         """
         ...
 

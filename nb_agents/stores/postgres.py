@@ -16,10 +16,10 @@ so it never blocks an event loop and works from any thread or loop (the
 * the tables are created on first use under an advisory lock, so two
   processes starting at once do not race on ``CREATE TABLE`` (and a
   database of an older schema version is migrated there, in place);
-* every write of a row notifies its id (``NOTIFY``, in its transaction), and
-  one listening connection per store (`._pg_listen`) wakes the store's
-  `wait_changed` waiters, whichever process wrote: a running turn notices an
-  abort without polling.
+* a write that ends a pending row's run (an abort, a final write) notifies
+  its id (``NOTIFY``, in its transaction), and one listening connection per
+  store (`._pg_listen`) wakes the store's `wait_changed` waiters, whichever
+  process wrote: a running turn notices an abort without polling.
 
 psycopg is imported here only; ``import nb_agents`` never loads it.
 """
