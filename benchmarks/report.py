@@ -203,14 +203,17 @@ def render_s5_faults(faults: dict[str, Any]) -> list[str]:
     ]
     for name, run in faults["runs"].items():
         if "exactly_once" not in run:
-            lines.append(f"| {name} | | **{run.get('status')}** | {str(run.get('reason', ''))[:80]} |" + " |" * 11)
+            lines.append(
+                f"| {name} | | **{run.get('status')}** | {str(run.get('reason', ''))[:80]} |" + " |" * 11
+            )
             continue
         eo, cyc = run["exactly_once"], run["cycle_latency"]
         snap = run["latency"].get("getSnapshot-json", {})
         landed = run["fault_outcomes"].get("abort: the resume answered aborted", 0)
         lines.append(
             f"| {name} | {run['servers']} | {run['cycles_per_s']:.0f} | "
-            f"{run['errors'] + run['failed_requests']} | {eo['ledger_entries']:,} / {eo['expected_entries']:,} | "
+            f"{run['errors'] + run['failed_requests']} | "
+            f"{eo['ledger_entries']:,} / {eo['expected_entries']:,} | "
             f"{eo['ran_twice']} | {run['fault_cycles']:,} | {run['client_timeouts']:,} | {landed:,} | "
             f"{eo['explicit_retries']:,} | {eo['resends_checked']:,} | "
             f"{_s5_tail_ratio(run, skip=('getSnapshot-json',))} | "
@@ -349,21 +352,29 @@ def write_readme(results: dict[str, Any], path: str = README) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``report.py RESULTS.json [--s5 S5.json]``: rewrite the README's generated section.
+    """``report.py RESULTS.json [--s5 S5.json] [--s5-faults FAULTS.json]``: rewrite the README's section.
 
     ``--s5`` takes the S5 section from another run (``run.py --scenarios S5`` or ``s5_http.py --out``),
-    so a full run of S1-S4 and a later S5 run show together, each with its own date and commit.
+    so a full run of S1-S4 and a later S5 run show together, each with its own date and commit;
+    ``--s5-faults`` takes only the runs with faults (``s5_http.py --suites faults --out``).
     """
+    if not argv or len(argv) % 2 != 1:
+        sys.exit("usage: report.py RESULTS.json [--s5 S5.json] [--s5-faults FAULTS.json]")
     with open(argv[0]) as fh:
         data = json.load(fh)
-    if len(argv) == 3 and argv[1] == "--s5":
-        with open(argv[2]) as fh:
+    for flag, path in zip(argv[1::2], argv[2::2], strict=True):
+        with open(path) as fh:
             other = json.load(fh)
-        data["S5"] = other.get("S5", other)  # a run.py results file, or s5_http's own JSON
-        data["S5"]["source"] = os.path.relpath(os.path.abspath(argv[2]), os.path.dirname(HERE))
+        other = other.get("S5", other)  # a run.py results file, or s5_http's own JSON
+        source = os.path.relpath(os.path.abspath(path), os.path.dirname(HERE))
+        if flag == "--s5":
+            data["S5"] = {**other, "source": source}
+        elif flag == "--s5-faults":  # only the fault runs, beside the classic ones already there
+            data.setdefault("S5", {"status": "not run"})["faults"] = {**other["faults"], "source": source}
+        else:
+            sys.exit(f"unknown option {flag}")
+    if len(argv) > 1:
         data["summary"] = summarize(data)
-    elif len(argv) != 1:
-        sys.exit("usage: report.py RESULTS.json [--s5 S5.json]")
     write_readme(data)
     print(f"rewrote the results section of {README}")
 
