@@ -193,8 +193,13 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
     def _offer_retry(self, message: str) -> None:
         self.state = "failed"
         self.header.value = _status("no", "failed", "Your answer ran, and then the turn stopped")
-        self.status.value = error_html(
-            None, f"{message} Fix what failed (a tool: agent.update_tools(fixed)), then Retry."
+        # the answer took effect: each question shows it, as a record, not as buttons to press again
+        records = [widgets.HTML(value=form_record_html(f, "answered")) for f in self.forms]
+        self.children = [self.header, self.head, *records, self.status, self.retry_button]
+        self.children += (self.continuation, self.footer)
+        self.status.value = error_html(None, message) + (
+            '<div style="margin:4px 0">Fix what failed (a tool: <code>agent.update_tools(fixed)</code>), '
+            "then <b>Retry</b>: your answer runs once more, as a new attempt.</div>"
         )
         self.retry_button.layout.display = ""
 
