@@ -16,7 +16,7 @@ can share behind one load balancer. libpq also reads ``PGPASSWORD`` and
 ``~/.pgpass``, which keep the password out of the process list.
 
 The server is bounded: ``--max-connections`` (by default the file-descriptor
-limit less a reserve of 192) caps open connections and requests in flight, answering
+limit less a reserve of 256) caps open connections and requests in flight, answering
 503 beyond it; ``--header-timeout`` closes a connection whose request headers are
 late (408), ``--body-timeout`` a request whose body is, and ``--write-timeout``
 drops a streaming client that stopped reading (see `nb_agents.server.guard`).
@@ -203,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-connections",
         type=int,
         default=None,
-        help="open connections and requests in flight; 503 beyond (default: the file limit less 192)",
+        help="open connections and requests in flight; 503 beyond (default: the file limit less 256)",
     )
     serve.add_argument(
         "--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)"

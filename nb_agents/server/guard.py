@@ -40,13 +40,15 @@ _RESERVE = 64  # descriptors kept for stores, logs, outbound calls
 def default_max_connections() -> int:
     """A connection cap that leaves file descriptors for stores, logs and outbound calls.
 
-    asyncio accepts up to a backlog's worth of connections before any of them is
-    refused, so that many descriptors must stay free beyond the cap too.
+    asyncio accepts up to a backlog's worth of connections in one pass of its
+    loop; they are refused in the next pass and their descriptors freed in the
+    one after, so three batches must stay free beyond the cap (with two, a
+    flood on a loaded machine ran the process out of descriptors: EMFILE).
     """
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 4096
-    return max(16, min(4096, soft - 2 * ACCEPT_BATCH - _RESERVE))
+    return max(16, min(4096, soft - 3 * ACCEPT_BATCH - _RESERVE))
 
 
 def _response(code: int, reason: str, status: str, message: str) -> bytes:

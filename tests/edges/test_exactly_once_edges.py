@@ -92,6 +92,7 @@ def test_a_retry_after_a_client_timeout_gets_the_recorded_outcome(
 @pytest.mark.parametrize("store", STORES)
 def test_abort_after_the_tool_ran_then_the_same_answer(serve: Any, store: str, tmp_path: Path) -> None:
     server: Served = serve(store, env={"NBA_TOOL_DELAY": "0.5"})
+    landed = 0
     for trial in range(TRIALS):
         session = f"abort-{trial}"
         paused = pause(server.url, session)
@@ -102,15 +103,20 @@ def test_abort_after_the_tool_ran_then_the_same_answer(serve: Any, store: str, t
         wait_for(lambda: len(ledger(tmp_path)) == before + 1, "the tool's run")
         leaf = httpx.post(server.url + "/bank/getSnapshot", json={"data": {"sessionId": session}}, timeout=10)
         child = leaf.json()["result"]
-        assert child["status"] == "pending"
         aborted = httpx.post(
             server.url + "/bank/abort", json={"data": {"snapshotId": child["snapshotId"]}}, timeout=10
         )
-        assert aborted.json()["result"]["status"] == "pending"
         worker.join(15)
-        assert got["finishReason"] == "aborted", got
-        assert resume(server.url, paused)["finishReason"] == "aborted"
+        # on a loaded machine the tool's 0.5 s may be over before the abort lands: then the
+        # turn completed, and that outcome is what the caller, the row and a re-send agree on
+        was = aborted.json()["result"]["status"]
+        assert was in ("pending", "completed") and child["status"] in ("pending", "completed"), (was, child)
+        expected = "aborted" if was == "pending" else "stop"
+        landed += was == "pending"
+        assert got["finishReason"] == expected, (was, got)
+        assert resume(server.url, paused)["finishReason"] == expected
         assert len(ledger(tmp_path)) == before + 1
+    assert landed >= TRIALS // 2, f"only {landed} of {TRIALS} aborts landed while the tool ran"
 
 
 @pytest.mark.parametrize("store", STORES)
