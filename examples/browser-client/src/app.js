@@ -41,7 +41,8 @@ function explain(e) {
     }
     return `HTTP ${http[1]}: ${http[2]}`;
   }
-  if (e instanceof TypeError) {
+  if (e instanceof TypeError || e?.details instanceof TypeError) {
+    // fetch itself failed: no answer at all, or one the browser hid from the page (CORS)
     return `${message}: the server did not answer this page (is it running, and does it allow the origin ${location.origin}? see --cors-origin)`;
   }
   if (e?.status && e.status !== 'UNKNOWN' && !message.startsWith(`${e.status}:`)) {
@@ -204,6 +205,7 @@ $('composer').addEventListener('submit', async (event) => {
   const text = $('message').value.trim();
   if (!text || !chat || busy) return;
   addMessage('user', text);
+  $('message').value = '';
   await runTurn(chat.sendStream(text));
 });
 
