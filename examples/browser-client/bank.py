@@ -39,12 +39,12 @@ class Decision(BaseModel):
 
 class TransferInput(BaseModel):
     amount: float
-    toAccount: str
+    toAccount: str  # noqa: N815 - the seed's wire names
 
 
 class TransferOutput(BaseModel):
     success: bool
-    transactionId: str
+    transactionId: str  # noqa: N815
 
 
 user_approval = nba.define_interrupt(
@@ -69,7 +69,9 @@ def transfer_money(inp: TransferInput, ctx: nba.ToolContext) -> TransferOutput:
     return TransferOutput(success=True, transactionId=f"txn-{count:04d}")
 
 
-_ASK = re.compile(r"\$\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s+to\s+(?:my\s+)?(?P<account>.+?)(?:\s+account)?[.!]?$", re.I)
+_ASK = re.compile(
+    r"\$\s*(?P<amount>\d[\d,]*(?:\.\d+)?)\s+to\s+(?:my\s+)?(?P<account>.+?)(?:\s+account)?[.!]?$", re.I
+)
 
 
 def _asked(req: nba.GenerateRequest) -> tuple[float, str] | None:
@@ -84,7 +86,10 @@ def _asked(req: nba.GenerateRequest) -> tuple[float, str] | None:
 def _call(name: str, ref: str, inp: dict[str, Any]) -> nba.GenerateResponse:
     return nba.GenerateResponse.model_validate(
         {
-            "message": {"role": "model", "content": [{"toolRequest": {"name": name, "ref": ref, "input": inp}}]},
+            "message": {
+                "role": "model",
+                "content": [{"toolRequest": {"name": name, "ref": ref, "input": inp}}],
+            },
             "finishReason": "stop",
         }
     )
@@ -122,7 +127,9 @@ class OfflineBank:
         if on_chunk is not None:
             for word in re.findall(r"\S+\s*", text):
                 await asyncio.sleep(WORD_DELAY)
-                await on_chunk(nba.ModelResponseChunk.model_validate({"role": "model", "content": [{"text": word}]}))
+                await on_chunk(
+                    nba.ModelResponseChunk.model_validate({"role": "model", "content": [{"text": word}]})
+                )
         return nba.GenerateResponse.model_validate(
             {"message": {"role": "model", "content": [{"text": text}]}, "finishReason": "stop"}
         )

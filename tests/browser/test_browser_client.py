@@ -213,7 +213,8 @@ RECORD_STREAM = """() => {
   window.seen = [];
   new MutationObserver(() => {
     const bubble = document.querySelector('.msg.model');
-    if (bubble && bubble.textContent && bubble.textContent !== window.seen.at(-1)) window.seen.push(bubble.textContent);
+    const text = bubble ? bubble.textContent : '';
+    if (text && text !== window.seen.at(-1)) window.seen.push(text);
   }).observe(document.getElementById('log'), { childList: true, subtree: true, characterData: true });
 }"""
 
