@@ -180,8 +180,9 @@ class User:
 
 
 @pytest.fixture
-def users(chromium: Browser) -> Iterator[dict[str, User]]:
-    """ana and bob, each in a browser context of their own."""
+def users(request: pytest.FixtureRequest, chromium: Browser) -> Iterator[dict[str, User]]:
+    """ana and bob, each in a browser context of their own; their pages are saved if the test fails."""
+    failed_before = request.session.testsfailed
     made: dict[str, User] = {}
     contexts = []
     for name in ("ana", "bob"):
@@ -194,6 +195,10 @@ def users(chromium: Browser) -> Iterator[dict[str, User]]:
     try:
         yield made
     finally:
+        if request.session.testsfailed > failed_before:
+            for user in made.values():
+                shot = user.shot(f"failed-{request.node.name}")
+                shot.with_suffix(".console.txt").write_text("\n".join(user.console) + "\n")
         for context in contexts:
             context.close()
 
