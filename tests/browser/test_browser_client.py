@@ -241,11 +241,13 @@ def test_approve_in_the_dialog_streams_the_reply_into_the_page(setup: Setup, use
     bubble.wait_for(timeout=TIMEOUT_MS)
     assert bubble.inner_text() == REPLY
     ana.shot("2-reply-streamed")
-    # it arrived in pieces, each a longer prefix of the reply, one per word the model streamed
-    seen: list[str] = page.evaluate("window.seen")
-    assert seen[-1] == REPLY and len(seen) == len(REPLY.split(" ")), seen
-    assert all(REPLY.startswith(s) for s in seen) and seen == sorted(seen, key=len)
+    # it arrived in pieces: one chunk per word the model streamed (the page counts them), shown
+    # as they came (what the page showed grew, each time a longer prefix of the reply; chunks
+    # that reach the browser in one read may show at once, so the page shows at most one per chunk)
     assert bubble.get_attribute("data-chunks") == str(len(REPLY.split(" ")))
+    seen: list[str] = page.evaluate("window.seen")
+    assert seen[-1] == REPLY and 2 <= len(seen) <= len(REPLY.split(" ")), seen
+    assert all(REPLY.startswith(s) for s in seen) and seen == sorted(seen, key=len)
     assert page.locator(".msg").all_inner_texts() == [
         REQUEST,
         f"Approved: {DETAILS}",
