@@ -140,6 +140,11 @@ class User:
     name: str
     console: list[str] = field(default_factory=list)
 
+    def listen(self) -> None:
+        """Keep the page's console messages and uncaught errors in `console`."""
+        self.page.on("console", lambda msg: self.console.append(f"{msg.type}: {msg.text}"))
+        self.page.on("pageerror", lambda exc: self.console.append(f"pageerror: {exc}"))
+
     def shot(self, label: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"browser-client-{self.name}-{label}.png"
@@ -188,10 +193,8 @@ def users(request: pytest.FixtureRequest, chromium: Browser) -> Iterator[dict[st
     for name in ("ana", "bob"):
         context = chromium.new_context(viewport={"width": 900, "height": 760})
         contexts.append(context)
-        user = User(context.new_page(), name)
-        user.page.on("console", lambda msg, u=user: u.console.append(f"{msg.type}: {msg.text}"))
-        user.page.on("pageerror", lambda exc, u=user: u.console.append(f"pageerror: {exc}"))
-        made[name] = user
+        made[name] = user = User(context.new_page(), name)
+        user.listen()
     try:
         yield made
     finally:

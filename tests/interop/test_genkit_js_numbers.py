@@ -80,7 +80,7 @@ def served() -> Any:
 
 def test_a_restart_and_a_signed_state_echoed_by_javascript_are_accepted(genkit_js: Path, served: Any) -> None:
     url, ran = served
-    got = run_json(["node", genkit_js / "numbers_flow.mjs", url], cwd=genkit_js)
+    got = run_json(["node", str(genkit_js / "numbers_flow.mjs"), url], cwd=genkit_js)
     for name in ("serverManaged", "signed"):
         assert "thrown" not in got[name], f"{name}: {got[name]}"
         assert got[name]["input"] == got[name]["sent"] == AS_JS_SEES_THEM
