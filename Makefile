@@ -36,8 +36,8 @@ postgres:
 	bash scripts/ensure_postgres.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff format --check nb_agents tests benchmarks scripts
-	$(BIN)/ruff check nb_agents tests benchmarks scripts
+	$(BIN)/ruff format --check nb_agents tests benchmarks scripts examples
+	$(BIN)/ruff check nb_agents tests benchmarks scripts examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from .._json import canonical
+from .._json import canonical, canonical_typed
 from ..errors import PermissionDeniedError
 from ..types import SessionState
 
@@ -25,10 +25,11 @@ class StateSigner:
     def __init__(self, secret: str | bytes) -> None:
         self._secret = secret.encode() if isinstance(secret, str) else secret
 
-    def _signature(self, state: SessionState) -> str:
+    def _signature(self, state: SessionState, *, typed: bool = False) -> str:
         body = state.to_wire()
         body.pop("signature", None)
-        return hmac.new(self._secret, canonical(body).encode(), hashlib.sha256).hexdigest()
+        text = (canonical_typed if typed else canonical)(body)
+        return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
 
     def sign(self, state: SessionState) -> SessionState:
         """`state` with its ``signature`` field set."""
@@ -37,7 +38,12 @@ class StateSigner:
     def verify(self, state: SessionState, agent_name: str) -> SessionState:
         """`state` if its signature checks out, else PERMISSION_DENIED."""
         given = getattr(state, "signature", None)
-        if not isinstance(given, str) or not hmac.compare_digest(given, self._signature(state)):
+        # a state signed before numbers compared by value was signed over 500.0 as written;
+        # it still checks out when it comes back as it went out
+        if not isinstance(given, str) or not (
+            hmac.compare_digest(given, self._signature(state))
+            or hmac.compare_digest(given, self._signature(state, typed=True))
+        ):
             raise PermissionDeniedError(
                 f"The state sent to agent '{agent_name}' is unsigned or was modified; "
                 "send back the state exactly as the last output returned it."

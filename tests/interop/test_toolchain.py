@@ -36,8 +36,9 @@ def test_an_unreachable_registry_is_unavailable_and_a_broken_install_is_an_error
         toolchain._run(["sh", "-c", "echo 'no such version' >&2; exit 1"], cache, "npm ci")
 
 
+@pytest.mark.parametrize("install", ["ensure_js_client", "ensure_browser_client"])
 def test_npm_ci_against_a_closed_registry_is_unavailable(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+    cache: Path, monkeypatch: pytest.MonkeyPatch, install: str
 ) -> None:
     try:
         toolchain.node_version()
@@ -47,8 +48,9 @@ def test_npm_ci_against_a_closed_registry_is_unavailable(
     monkeypatch.setenv("npm_config_fetch_retries", "0")
     monkeypatch.setenv("npm_config_cache", str(cache.parent / "npm-cache"))  # nothing cached to fall back on
     with pytest.raises(toolchain.Unavailable, match="npm ci .* could not reach the package registry"):
-        toolchain.ensure_js_client()
-    assert not (cache / "js" / ".installed").exists()  # the next run tries again
+        getattr(toolchain, install)()
+    folder = "js" if install == "ensure_js_client" else "browser-client"
+    assert not (cache / folder / ".installed").exists()  # the next run tries again
 
 
 def test_pip_against_a_closed_index_is_unavailable(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

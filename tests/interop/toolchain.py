@@ -4,6 +4,10 @@
   ``js/package-lock.json``) installed with the machine's Node.js and ``npm ci`` into
   ``.cache/js``; the flow scripts (``*.mjs``) and the agent server (``*.cjs``) from
   ``js/`` are copied beside its ``node_modules`` so Node resolves ``genkit/...``.
+* `ensure_browser_client()`: the page of ``examples/browser-client`` built: its npm
+  packages (``genkit`` and ``esbuild-wasm``, pinned in its ``package-lock.json``)
+  installed with ``npm ci`` into ``.cache/browser-client``, then ``src/app.js`` bundled
+  with Genkit's client into ``dist/app.js`` (rebuilt on every call, so an edit shows).
 * `ensure_genkit_python()`: PyPI ``genkit`` and ``genkit-fastapi`` (pinned in
   ``genkit_py/requirements.txt``, every transitive package included) in a virtualenv
   at ``.cache/genkit-py``.
@@ -35,6 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("NB_AGENTS_INTEROP_CACHE", HERE / ".cache"))
 JS_SOURCE = HERE / "js"
+BROWSER_SOURCE = HERE.parent.parent / "examples" / "browser-client"
 PY_SOURCE = HERE / "genkit_py"
 INSTALL_TIMEOUT = 900.0  # seconds; a cold install takes well under a minute here
 MIN_NODE_MAJOR = 18  # the client uses the global fetch and web streams
@@ -138,6 +143,35 @@ def ensure_js_client() -> Path:
     return target
 
 
+def ensure_browser_client() -> Path:
+    """A folder holding the example page: ``index.html`` and the bundle ``dist/app.js``."""
+    version = node_version()
+    target = CACHE / "browser-client"
+    lock = (BROWSER_SOURCE / "package-lock.json").read_bytes()
+    manifest = (BROWSER_SOURCE / "package.json").read_bytes()
+    stamp = _digest(lock, manifest, str(version[0]).encode())
+    with _locked("browser-client"):
+        stamp_file = target / ".installed"
+        if not (
+            stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()
+        ):
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            (target / "package.json").write_bytes(manifest)
+            (target / "package-lock.json").write_bytes(lock)
+            # as for the JS client: no optional packages (genkit's telemetry plugin; esbuild-wasm
+            # needs no per-platform binary) and no install scripts
+            cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
+            _run([*cmd, "--loglevel=error"], target, "npm ci (browser client example)")
+            stamp_file.write_text(stamp)
+        shutil.rmtree(target / "src", ignore_errors=True)
+        shutil.copytree(BROWSER_SOURCE / "src", target / "src")
+        for name in ("index.html", "build.mjs"):
+            shutil.copyfile(BROWSER_SOURCE / name, target / name)
+        _run(["npm", "run", "--silent", "build"], target, "npm run build (browser client example)")
+    return target
+
+
 def _venv_python(root: Path) -> Path:
     return root / "bin" / "python"
 
@@ -170,6 +204,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(CACHE, ignore_errors=True)
     for name, fn in [
         ("genkit JS client (npm ci)", ensure_js_client),
+        ("browser client example (npm ci, esbuild)", ensure_browser_client),
         ("genkit Python venv", ensure_genkit_python),
     ]:
         t0 = time.monotonic()
