@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 
 def model_fn(request: GenerateRequest) -> Any:
-    """Call the tool the user names ("readTable sales" -> readTable {"table": "sales"}); then say what it said."""
+    """Call the tool the user names ("readTable sales": readTable of sales), then say what it said."""
     last = request.messages[-1]
     if last.role == "tool":
         out = last.content[0].tool_response.output  # type: ignore[union-attr]
