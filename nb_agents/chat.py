@@ -380,7 +380,7 @@ class Chat:
             raise FailedPreconditionError(f"chat.{verb}() needs a session: send a message first")
         if not hasattr(self.agent, verb):
             raise FailedPreconditionError(
-                f"chat.{verb}() needs an agent that runs in this process; "
+                f"chat.{verb}() needs an agent that keeps approval rules (an Agent or a RemoteAgent); "
                 f"{type(self.agent).__name__} has no {verb}"
             )
         return self.agent

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import httpx
+import pytest
 
 import nb_agents as nba
 from nb_agents.remote import remote_agent
@@ -109,11 +110,19 @@ def test_an_always_answer_sent_over_http_makes_a_rule_that_survives_a_server_res
         chat = remote_agent(url).chat(session_id=sid)
         again = chat.send_sync("costs")
         assert again.finish_reason == "stop" and again.text == "tool said: rows of costs"
+        [listed] = chat.rules_sync()  # listed and revoked over HTTP too
+        assert (listed.tool, listed.created_by) == ("readTable", "ana")
+        assert remote_agent(url).revoke_rule_sync(sid, listed.id) == listed
+        assert chat.rules_sync() == []
+        assert chat.send_sync("costs").finish_reason == "interrupted"
+        with pytest.raises(nba.NotFoundError, match="has no approval rule"):
+            chat.revoke_rule_sync(listed.id)
 
     store = nba.SqliteSessionStore(db)
     trail = anyio.run(store.audit, sid)
     [rule] = [r for r in trail if r.kind == "rule-created"]
     used = [(r.name, r.answer["rule"]) for r in trail if r.kind == "rule"]
     assert used == [("readTable", "allow:readTable"), ("readTable", rule.answer["rule"])]
+    assert [r.answer["rule"] for r in trail if r.kind == "rule-revoked"] == [rule.answer["rule"]]
     assert rule.answered_by == "ana"
     store.close()
