@@ -16,9 +16,8 @@ from typing import Any
 
 from .._sync import Signal
 from ..errors import FailedPreconditionError, InternalError, NbAgentsError, StaleClaimError
-from ..rules import always_asked
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
-from ..stores.base import AuditRecord, SessionStore, audit_records, now_iso
+from ..stores.base import AuditRecord, SessionStore
 from ..types import (
     AgentErrorInfo,
     AgentInit,
@@ -40,6 +39,7 @@ from .loading import PreTurnFailureError, load_session, session_of
 from .ownership import Action, principal_of
 from .records import RowFields, write_final
 from .resume import resume_digest
+from .rule_audit import asks_rule, turn_audit
 from .spec import AgentSpec
 
 __all__ = ["Invocation", "invoke"]
@@ -241,7 +241,7 @@ class Invocation:
         refused = self._check(inp, session)
         if refused is not None:
             return refused
-        if store is None and inp.resume is not None and _asks_rule(inp):
+        if store is None and inp.resume is not None and asks_rule(inp.resume):
             err = FailedPreconditionError(
                 "approve(always=True) makes a per-session rule, which is kept with the session in its "
                 f"store; agent '{self.spec.name}' has none (client-managed state). Approve this call "
@@ -482,53 +482,20 @@ class Invocation:
     def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:
         """The turn's audit: the answers it ran on, the calls rules answered, the rules it made."""
         session = self.session
-        if session is None:
-            return []
+        resume = inp.resume if inp is not None and parent_id is not None else None
+        by_rule = self._ctx.rule_answers if self._ctx is not None else []
+        if session is None or not (resume is not None or by_rule or session.rules):
+            return []  # the common turn: nothing to record, and no clock read for it
         principal = principal_of(self.options.context)
-        records: list[AuditRecord] = []
-        if inp is not None and inp.resume is not None and parent_id is not None:
-            records = audit_records(inp.resume, session.session_id, parent_id, child, principal=principal)
-        at = now_iso()
-        by = records[0].answered_by if records else principal
-        claimed = records[0].claimed_by if records else None
-        for rule in session.rules:
-            if rule.get("id") in self._rules_before or "createdAt" in rule:
-                continue
-            rule.update({"createdAt": at, "snapshotId": parent_id})
-            if by is not None:
-                rule["createdBy"] = by
-            answer = {"rule": rule["id"], "action": rule.get("action", "allow")}
-            records.append(
-                AuditRecord(
-                    session.session_id,
-                    parent_id or child,
-                    child,
-                    rule["tool"],
-                    rule.get("ref"),
-                    "rule-created",
-                    answer,
-                    None,
-                    at,
-                    by,
-                    claimed,
-                )
-            )
-        for done in self._ctx.rule_answers if self._ctx is not None else ():
-            answer = {"rule": done["rule"], "action": done["action"]}
-            records.append(
-                AuditRecord(
-                    session.session_id,
-                    parent_id or child,
-                    child,
-                    done["name"],
-                    done["ref"],
-                    "rule",
-                    answer,
-                    None,
-                    at,
-                )
-            )
-        return records
+        return turn_audit(
+            session,
+            resume,
+            parent_id,
+            child,
+            principal=principal,
+            rules_before=self._rules_before,
+            by_rule=by_rule,
+        )
 
     async def _claim(
         self, parent_id: str, digest: str, child_id: str, inp: AgentInput
@@ -596,12 +563,6 @@ class Invocation:
             )
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
-
-
-def _asks_rule(inp: AgentInput) -> bool:
-    """Whether a resume approves a call with ``always=True`` (it asks for a per-session rule)."""
-    assert inp.resume is not None
-    return any(always_asked((p.metadata or {}).get("resumed")) for p in inp.resume.restart)
 
 
 async def invoke(
