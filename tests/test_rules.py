@@ -289,3 +289,66 @@ def test_sync_twins_of_the_rule_verbs() -> None:
     assert agent.rules_sync(chat.session_id or "") == [rule]
     assert agent.revoke_rule_sync(chat.session_id or "", rule.id) == rule
     assert chat.rules_sync() == []
+
+
+async def test_a_rule_answered_call_beside_a_held_one_keeps_its_mark_through_the_resume() -> None:
+    from helpers import text_response, tool_call_response
+
+    from nb_agents.testing import ScriptedModel
+
+    tables = Tables()
+    model = ScriptedModel(
+        [
+            tool_call_response(("readTable", "a", {"table": "public"}), ("dropTable", "b", {"table": "x"})),
+            text_response("done"),
+        ]
+    )
+    agent = nba.define_agent(
+        "t", model=model, tools=tables.tools, store=nba.InMemorySessionStore(),
+        use=[ToolApproval(rules=[nba.ApprovalRule("readTable")])],
+    )  # fmt: skip
+    chat = agent.chat()
+    held = await chat.send("go")
+    assert [i.name for i in held.interrupts] == ["dropTable"] and tables.ran == [("readTable", "public")]
+    await chat.resume(restart=[held.interrupts[0].approve()])
+    tool_msg = [m for m in chat.messages if m.role == "tool"][-1]
+    metas = {p.tool_response.name: p.metadata for p in tool_msg.content if p.tool_response}
+    assert metas["readTable"] == {"source": "pending", "approvedBy": {"rule": "allow:readTable"}}
+    assert metas["dropTable"] is None
+    assert all("pendingRule" not in (p.metadata or {}) for m in chat.messages for p in m.content)
+
+
+async def test_revoking_is_refused_while_a_turn_runs_and_for_another_principal() -> None:
+    import asyncio
+
+    gate = asyncio.Event()
+
+    @nba.tool(name="readTable")
+    async def read_table(table: str) -> str:
+        await gate.wait()
+        return "rows"
+
+    agent = nba.define_agent(
+        "t", model=FunctionModel(model_fn), tools=[read_table], store=nba.InMemorySessionStore(),
+        use=[ToolApproval()],
+    )  # fmt: skip
+    ana = {"auth": {"uid": "ana"}}
+    chat = agent.chat()
+    held = await chat.send("readTable sales", context=ana)
+    gate.set()
+    await chat.resume(restart=[held.interrupts[0].approve(always=True)], context=ana)
+    sid = chat.session_id or ""
+    [rule] = await agent.rules(sid, context=ana)
+    assert rule.created_by == "ana"
+    with pytest.raises(nba.NotFoundError, match=f"Session {sid} not found"):
+        await agent.revoke_rule(sid, rule.id, context={"auth": {"uid": "bob"}})
+    assert list(await agent.rules(sid, context={"auth": {"uid": "bob"}})) == []
+    gate.clear()
+    task = await chat.detach("readTable costs", context=ana)  # runs in the background, held in the tool
+    with pytest.raises(nba.FailedPreconditionError, match="is running"):
+        await agent.revoke_rule(sid, rule.id, context=ana)
+    gate.set()
+    await task.wait()
+    assert (await agent.revoke_rule(sid, rule.id, context=ana)).id == rule.id
+    [record] = [r for r in await agent.audit(sid) if r.kind == "rule-revoked"]
+    assert record.answered_by == "ana"
