@@ -64,6 +64,8 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         tool: Its `Tool` when the agent is local (schemas and validators), else None.
         on_answer: Called with the form once it has recorded an answer.
         note: The model's own text that came with the call, shown under the question.
+        keeps_rules: Whether the agent keeps per-session rules (it has a store), so
+            that a held call's form offers **Approve always**.
 
     Attributes:
         mode: ``"hold"``, ``"approve-respond"``, ``"respond"``, ``"approve-restart"``,
@@ -96,8 +98,10 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         *,
         on_answer: Callable[[InterruptForm], None] | None = None,
         note: str = "",
+        keeps_rules: bool = True,
     ) -> None:
         super().__init__()
+        self.keeps_rules = keeps_rules
         self.interrupt = interrupt
         self.tool = tool
         self.on_answer = on_answer
@@ -155,6 +159,8 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         Deny is left out only when no denial fits the tool's output schema.
         """
         wanted = self.BUTTONS[self.mode]
+        if not self.keeps_rules:  # client-managed state: a per-session rule has nowhere to live
+            wanted = tuple(a for a in wanted if a != "always")
         if self.mode in ("hold", "approve-respond", "approve-restart"):
             return wanted  # Deny is the approval's own "no"
         return tuple(a for a in wanted if a != "deny" or self._denial("") is not None)

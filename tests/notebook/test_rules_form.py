@@ -56,3 +56,14 @@ async def test_approve_always_approves_and_later_calls_run_without_a_form() -> N
     table = (await agent.audit(chat.session_id or ""))._repr_mimebundle_()["text/plain"]
     assert "approved always (this session)" in table and f"session rule {rule.id} made" in table
     assert f"allowed by rule {rule.id}" in table
+
+
+async def test_a_chat_with_client_managed_state_offers_no_approve_always() -> None:
+    @nba.tool(name="readTable")
+    async def read_table(table: str) -> int:
+        return 1
+
+    agent = nba.define_agent("t", model=FunctionModel(_model), tools=[read_table], use=[ToolApproval()])
+    chat = agent.chat()
+    view = TurnView(await chat.send("sales"), chat)
+    assert view.forms[0].actions() == ("approve", "deny", "edit") and view.forms[0].always_button is None
