@@ -40,6 +40,7 @@ from .listings import AuditTrail, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
 from .responses import AgentChunk, AgentResponse
+from .rules import ApprovalRule, SessionRule, SessionRules
 from .session import Session, TurnContext
 from .stores import AuditRecord, InMemorySessionStore, SessionStore
 from .tools import Tool, ToolContext, ToolFail, define_interrupt, resumable_tool, tool
@@ -109,6 +110,7 @@ __all__ = [
     "AgentStreamChunk",
     "AgentTurn",
     "ApprovalHold",
+    "ApprovalRule",
     "Artifact",
     "AuditRecord",
     "AuditTrail",
@@ -140,6 +142,8 @@ __all__ = [
     "RemoteAgent",
     "ResourceExhaustedError",
     "Session",
+    "SessionRule",
+    "SessionRules",
     "SessionSnapshot",
     "SessionState",
     "SessionStore",

@@ -17,17 +17,19 @@ from typing import Any
 
 from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
 from ._engine.limits import check_id
-from ._engine.ownership import Action, Authorize, visible
+from ._engine.loading import walk_back
+from ._engine.ownership import Action, Authorize, principal_of, visible
 from ._sync import twin
 from .chat import make_init
 from .connection import AgentConnection
 from .endpoint import BaseAgent
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
+from .rules import SessionRule, SessionRules
 from .session import TurnHandler
-from .stores.base import SessionStore, now_iso
+from .stores.base import AuditRecord, SessionStore, now_iso
 from .tools import Tool
 from .toolsets import Toolset
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
@@ -276,8 +278,88 @@ class Agent(BaseAgent):
             return AuditTrail([])
         return AuditTrail(await store.audit(session_id))
 
+    # -- per-session approval rules ---------------------------------------------------
+    async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules:
+        """The session's approval rules (made by ``approve(always=True)``), oldest first.
+
+        Read from the snapshot the session's next turn continues from (one read,
+        two if its latest turn is still running). With a request `context`, a
+        session the caller may not read has none.
+
+        Example:
+            >>> for rule in agent.rules_sync(chat.session_id):          # doctest: +SKIP
+            ...     print(rule.id, rule.tool)
+        """
+        store = self._require_store("rules")
+        check_id(session_id, "session_id")
+        leaf = await store.get_latest(session_id)
+        if leaf is None or (context is not None and not self._may(leaf, context, "read")):
+            return SessionRules([])
+        snap = await walk_back(store, session_id, leaf)
+        return SessionRules(SessionRule.from_dict(r) for r in (snap.rules or [] if snap is not None else []))
+
+    async def revoke_rule(
+        self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
+    ) -> SessionRule:
+        """Revoke a per-session rule: this tool's calls are held for a person again.
+
+        Returns the revoked rule. The revocation is audited (kind
+        ``"rule-revoked"``, by the request's principal when known) in the same
+        write that drops the rule.
+
+        Raises:
+            NotFoundError: The session has no rule with this id (or the caller
+                may not change the session).
+            FailedPreconditionError: A turn of the session is running; revoke
+                when it has ended.
+        """
+        store = self._require_store("revoke_rule")
+        check_id(session_id, "session_id")
+        leaf = await store.get_latest(session_id)
+        if leaf is None or (context is not None and not self._may(leaf, context, "resume")):
+            raise NotFoundError(f"Session {session_id} not found.")
+        if leaf.status in ("pending", "aborting"):
+            raise FailedPreconditionError(
+                f"a turn of session {session_id} is running (snapshot {leaf.snapshot_id}); "
+                "revoke the rule when it has ended"
+            )
+        snap = await walk_back(store, session_id, leaf)
+        found = next((r for r in (snap.rules or [] if snap else []) if r.get("id") == rule_id), None)
+        if snap is None or found is None:
+            known = ", ".join(str(r.get("id")) for r in (snap.rules or [] if snap else [])) or "none"
+            raise NotFoundError(
+                f"Session {session_id} has no approval rule {rule_id!r} (its rules: {known})."
+            )
+        at = now_iso()
+        by = principal_of(context)
+        record = AuditRecord(
+            session_id,
+            snap.snapshot_id,
+            snap.snapshot_id,
+            str(found.get("tool")),
+            found.get("ref"),
+            "rule-revoked",
+            {"rule": rule_id, "action": found.get("action", "allow")},
+            None,
+            at,
+            by,
+        )
+
+        def mutate(cur: SessionSnapshot | None) -> SessionSnapshot | None:
+            if cur is None or not any(r.get("id") == rule_id for r in cur.rules or []):
+                return None  # revoked meanwhile: nothing to write, nothing to audit
+            kept = [r for r in cur.rules or [] if r.get("id") != rule_id]
+            return cur.model_copy(update={"rules": kept or None})
+
+        written = await store.save_snapshot(snap.snapshot_id, mutate, audit=[record])
+        if written is None:
+            raise NotFoundError(f"Session {session_id} has no approval rule {rule_id!r} (it was revoked).")
+        return SessionRule.from_dict(found)
+
     pending_sync = twin(pending)
     audit_sync = twin(audit)
+    rules_sync = twin(rules)
+    revoke_rule_sync = twin(revoke_rule)
     aclose_sync = twin(aclose)
 
 

@@ -374,12 +374,33 @@ class Chat:
             return await self.agent.abort(self.snapshot_id)
         return None
 
+    # -- per-session approval rules --------------------------------------------------
+    def _rules_agent(self, verb: str) -> Any:
+        if not self.session_id:
+            raise FailedPreconditionError(f"chat.{verb}() needs a session: send a message first")
+        if not hasattr(self.agent, verb):
+            raise FailedPreconditionError(
+                f"chat.{verb}() needs an agent that keeps approval rules (an Agent or a RemoteAgent); "
+                f"{type(self.agent).__name__} has no {verb}"
+            )
+        return self.agent
+
+    async def rules(self) -> Any:
+        """This conversation's approval rules (`Agent.rules`): what ``approve(always=True)`` made."""
+        return await self._rules_agent("rules").rules(self.session_id)
+
+    async def revoke_rule(self, rule_id: str) -> Any:
+        """Revoke one of this conversation's approval rules (`Agent.revoke_rule`)."""
+        return await self._rules_agent("revoke_rule").revoke_rule(self.session_id, rule_id)
+
     # -- sync twins ------------------------------------------------------------------
     send_sync = twin(send)
     resume_sync = twin(resume)
     retry_sync = twin(retry)
     detach_sync = twin(detach)
     abort_sync = twin(abort)
+    rules_sync = twin(rules)
+    revoke_rule_sync = twin(revoke_rule)
 
     def send_stream_sync(
         self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None

@@ -35,6 +35,7 @@ __all__ = [
     "ApprovalHold",
     "Interrupt",
     "InterruptCall",
+    "approval",
     "held_for_approval",
     "interrupt_as",
     "interrupt_digest",
@@ -145,6 +146,13 @@ def restart_part(
     )
 
 
+def approval(always: bool = False) -> dict[str, Any]:
+    """The ``resumed`` value of an approval: ``toolApproved`` (Genkit's), and ``always`` when asked."""
+    if not isinstance(always, bool):
+        raise TypeError(f"approve(always=...) takes True or False, got {always!r}")
+    return {"toolApproved": True, "always": True} if always else {"toolApproved": True}
+
+
 def _tool_request(part: Part) -> ToolRequest:
     if part.tool_request is None:
         raise ValueError(f"expected a toolRequest part, got {part.to_json()}")
@@ -203,9 +211,12 @@ class InterruptCall(Generic[InT]):
         """Supply the tool's output without running it (goes in ``respond``)."""
         return respond_part(self.part, output)
 
-    def approve(self) -> Part:
-        """Approve a call held by `ToolApproval` (restart with ``toolApproved``)."""
-        return restart_part(self.part, resumed={"toolApproved": True})
+    def approve(self, *, always: bool = False) -> Part:
+        """Approve a call held by `ToolApproval` (restart with ``toolApproved``).
+
+        With `always`, this tool's later calls in this session run without asking too.
+        """
+        return restart_part(self.part, resumed=approval(always))
 
     def __repr__(self) -> str:
         return f"InterruptCall(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"
@@ -249,9 +260,16 @@ class AgentInterrupt:
         """
         return restart_part(self.part, resumed=resumed, replace_input=replace_input, mark_resumed=False)
 
-    def approve(self) -> Part:
-        """Approve a call held by `ToolApproval`. Goes in ``restart``."""
-        return restart_part(self.part, resumed={"toolApproved": True})
+    def approve(self, *, always: bool = False) -> Part:
+        """Approve a call held by `ToolApproval`. Goes in ``restart``.
+
+        Args:
+            always: Also approve this tool's later calls in this session: the
+                answer carries ``resumed.always = true``, and the turn it
+                resumes stores a per-session rule (`Agent.rules` lists it,
+                `Agent.revoke_rule` revokes it). Needs an agent with a store.
+        """
+        return restart_part(self.part, resumed=approval(always))
 
     def __repr__(self) -> str:
         kind = type(self).__name__

@@ -3,7 +3,8 @@
 A middleware overrides `Middleware.wrap_model` and/or `Middleware.wrap_tool`
 and calls ``call_next`` to go on (or not). `ToolApproval` is the built-in
 one: it holds every tool call outside an allowlist as an interrupt until the
-caller approves it.
+caller approves it, unless a rule answers it first (`ApprovalRule`, and the
+per-session rules an ``approve(always=True)`` makes).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .interrupts import APPROVAL_PREFIX, ApprovalHold, Interrupt
+from .rules import ApprovalRule, always_asked, match_session, numbered
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
 
-__all__ = ["ApprovalHold", "Middleware", "ModelNext", "ToolApproval", "ToolNext"]
+__all__ = ["ApprovalHold", "ApprovalRule", "Middleware", "ModelNext", "ToolApproval", "ToolNext"]
 
 ModelNext = Callable[[GenerateRequest], Awaitable[GenerateResponse]]
 ToolNext = Callable[[Any, ToolContext], Awaitable[Any]]
@@ -46,20 +48,48 @@ class ToolApproval(Middleware):
     (`ApprovalHold.approve`, `AgentInterrupt.approve`); deny by responding.
     A tool whose ``needs_approval`` is False is never held.
 
+    Before a call is held, the first matching rule answers it: `rules` in
+    their order (an ``allow`` runs the call, a ``deny`` answers the model with
+    a denial and runs nothing), then the tool's exemption and `allowed_tools`,
+    then the session's rules (made by ``approve(always=True)``). A call a
+    rule answered says so in the history (``metadata.approvedBy`` or
+    ``deniedBy`` of its tool response: ``{"rule": id}``) and in the audit.
+
     Args:
         allowed_tools: Tool names that run without asking. Empty gates all.
+        rules: `ApprovalRule` values, checked in order before anything else.
 
     Example:
-        >>> gate = ToolApproval(allowed_tools=["getBalance"])
+        >>> from nb_agents import ApprovalRule
+        >>> gate = ToolApproval(allowed_tools=["getBalance"], rules=[
+        ...     ApprovalRule("transferMoney", when=lambda inp: inp["amount"] <= 100),
+        ...     ApprovalRule("closeAccount", action="deny", message="Accounts are closed in branch.")])
     """
 
-    def __init__(self, allowed_tools: Sequence[str] = ()) -> None:
+    def __init__(self, allowed_tools: Sequence[str] = (), *, rules: Sequence[ApprovalRule] = ()) -> None:
+        if isinstance(allowed_tools, str):
+            raise TypeError(f"allowed_tools must be a list of tool names, got the str {allowed_tools!r}")
         self.allowed_tools = frozenset(allowed_tools)
+        self.rules = numbered(rules)
 
     async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
+        if _approved(ctx.resumed):  # a person approved this very call
+            if always_asked(ctx.resumed):
+                _keep_session_rule(ctx)
+            return await call_next(input, ctx)
+        for rule in self.rules:
+            if rule.matches(ctx.name, input):
+                ctx.answered_by_rule = {"rule": rule.id, "action": rule.action}
+                if rule.action == "deny":
+                    return rule.denial(ctx.name)
+                return await call_next(input, ctx)
         tool = ctx.tool
         exempt = tool is not None and tool.approval_needed(ctx) is False  # e.g. an MCP readOnlyHint
-        if exempt or ctx.name in self.allowed_tools or _approved(ctx.resumed):
+        if exempt or ctx.name in self.allowed_tools:
+            return await call_next(input, ctx)
+        found = match_session(getattr(ctx.session, "rules", None), ctx.name)
+        if found is not None:
+            ctx.answered_by_rule = {"rule": found["id"], "action": "allow"}
             return await call_next(input, ctx)
         extra = tool.approval_info if tool is not None else None
         raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})})
@@ -68,3 +98,13 @@ class ToolApproval(Middleware):
     def interrupted(part: Part) -> ApprovalHold | None:
         """Claim `part` if it is a call held by `ToolApproval`, else None."""
         return ApprovalHold.claim(part)
+
+
+def _keep_session_rule(ctx: ToolContext) -> None:
+    """Add the per-session rule an ``approve(always=True)`` asks for (once: its id is the answer's)."""
+    rules = getattr(ctx.session, "rules", None)
+    if rules is None or match_session(rules, ctx.name) is not None:
+        return
+    rules.append(
+        {"id": f"always-{ctx.idempotency_key[:12]}", "tool": ctx.name, "action": "allow", "ref": ctx.ref}
+    )

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from ._sync import twin
 from .endpoint import BaseAgent
 from .errors import (
     InvalidArgumentError,
@@ -46,6 +47,7 @@ from .errors import (
     status_for_http,
     strip_status_prefix,
 )
+from .rules import SessionRule, SessionRules
 from .types import (
     AgentErrorInfo,
     AgentInit,
@@ -240,6 +242,26 @@ class RemoteAgent(BaseAgent):
         result = await self._call(self.abort_url, {"snapshotId": snapshot_id})
         status = result.get("status") if isinstance(result, dict) else None
         return status if isinstance(status, str) else None
+
+    async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules:
+        """The session's per-session approval rules (an nb_agents server's ``/rules``)."""
+        _no_context(context)
+        result = await self._call(f"{self.url.rstrip('/')}/rules", {"sessionId": session_id})
+        found = result.get("rules") if isinstance(result, dict) else None
+        return SessionRules(SessionRule.from_dict(r) for r in found or [] if isinstance(r, dict))
+
+    async def revoke_rule(
+        self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
+    ) -> SessionRule:
+        """Revoke a per-session approval rule (an nb_agents server's ``/revokeRule``)."""
+        _no_context(context)
+        result = await self._call(
+            f"{self.url.rstrip('/')}/revokeRule", {"sessionId": session_id, "ruleId": rule_id}
+        )
+        return SessionRule.from_dict(result)
+
+    rules_sync = twin(rules)
+    revoke_rule_sync = twin(revoke_rule)
 
 
 def remote_agent(

@@ -66,6 +66,9 @@ class ToolContext:
             downstream API that deduplicates (a payment's idempotency key).
         tool: The `Tool` being called (None when the agent has no such tool), so
             middleware can read its approval metadata.
+        answered_by_rule: Set by middleware when an approval rule answered the
+            call (``{"rule": id, "action": "allow" | "deny"}``): the history and
+            the audit say so.
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class ToolContext:
         self.session = session
         self.context: dict[str, Any] = context if context is not None else {}
         self.tool = tool
+        self.answered_by_rule: dict[str, Any] | None = None
         self._send_chunk = send_chunk
 
     async def send_chunk(self, chunk: Any) -> None:

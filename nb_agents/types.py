@@ -332,6 +332,7 @@ class SessionSnapshot(WireModel):
     owner: str | None = None
     tool_runs: list[dict[str, Any]] | None = None  # what a failed or aborted attempt's tools did
     answer: dict[str, Any] | None = None  # a failed or aborted attempt's answer (ToolResume), to retry
+    rules: list[dict[str, Any]] | None = None  # the session's approval rules as of this row
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return bundle(self)

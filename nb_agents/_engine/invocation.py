@@ -17,7 +17,7 @@ from typing import Any
 from .._sync import Signal
 from ..errors import FailedPreconditionError, InternalError, NbAgentsError, StaleClaimError
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
-from ..stores.base import AuditRecord, SessionStore, audit_records
+from ..stores.base import AuditRecord, SessionStore
 from ..types import (
     AgentErrorInfo,
     AgentInit,
@@ -35,10 +35,11 @@ from ..types import (
 from .exactly_once import Attempt, Moved, claim_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
-from .loading import PreTurnFailureError, load_session
+from .loading import PreTurnFailureError, load_session, session_of
 from .ownership import Action, principal_of
 from .records import RowFields, write_final
 from .resume import resume_digest
+from .rule_audit import asks_rule, turn_audit
 from .spec import AgentSpec
 
 __all__ = ["Invocation", "invoke"]
@@ -86,6 +87,7 @@ class Invocation:
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
         self._attempt: Attempt | None = None  # the claim the current resume runs under
         self._ctx: TurnContext | None = None  # the current turn's context
+        self._rules_before: set[Any] = set()  # the ids of the session's rules when the turn began
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -239,6 +241,13 @@ class Invocation:
         refused = self._check(inp, session)
         if refused is not None:
             return refused
+        if store is None and inp.resume is not None and asks_rule(inp.resume):
+            err = FailedPreconditionError(
+                "approve(always=True) makes a per-session rule, which is kept with the session in its "
+                f"store; agent '{self.spec.name}' has none (client-managed state). Approve this call "
+                "without always=True, or give the agent a store."
+            )
+            return self._output("failed", message=session.last_model(), error=error_info(err))
         self._attempt = None
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
@@ -252,7 +261,7 @@ class Invocation:
                     break
                 # another partial answer went first: answer what still waits in the turn it left
                 assert lost.state is not None
-                session = self.session = Session.from_state(lost.state, session.session_id)
+                session = self.session = session_of(lost, session.session_id)
                 parent_id = self.parent_id = lost.snapshot_id
                 refused = self._check(inp, session)
                 if refused is not None:
@@ -275,6 +284,7 @@ class Invocation:
         )
         if self._attempt is not None:
             ctx.idempotency_base = self._attempt.idempotency_base
+        self._rules_before = {r.get("id") for r in session.rules}
         # a handler that does not report its tools may have acted as soon as it runs
         ctx.tools_started = not self.spec.tracks_tools
         self._ctx = ctx
@@ -441,6 +451,8 @@ class Invocation:
         inp = self._current_input
         if attempt is not None and inp is not None and inp.resume is not None:
             fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
+        if self.session.rules:
+            fields["rules"] = [dict(r) for r in self.session.rules]
         return await write_final(
             self.store,
             snapshot_id,
@@ -468,10 +480,22 @@ class Invocation:
         return self._output("failed", message=self.session.last_model(), error=error_info(err))
 
     def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:
-        if inp is None or inp.resume is None or parent_id is None or self.session is None:
-            return []
+        """The turn's audit: the answers it ran on, the calls rules answered, the rules it made."""
+        session = self.session
+        resume = inp.resume if inp is not None and parent_id is not None else None
+        by_rule = self._ctx.rule_answers if self._ctx is not None else []
+        if session is None or not (resume is not None or by_rule or session.rules):
+            return []  # the common turn: nothing to record, and no clock read for it
         principal = principal_of(self.options.context)
-        return audit_records(inp.resume, self.session.session_id, parent_id, child, principal=principal)
+        return turn_audit(
+            session,
+            resume,
+            parent_id,
+            child,
+            principal=principal,
+            rules_before=self._rules_before,
+            by_rule=by_rule,
+        )
 
     async def _claim(
         self, parent_id: str, digest: str, child_id: str, inp: AgentInput
@@ -509,8 +533,8 @@ class Invocation:
         finish: FinishReason = "aborted" if snap.status == "aborted" else snap.finish_reason or "stop"
         if snap.status == "completed":
             self.parent_id = child_id
-            if self.session is not None:
-                self.session = Session.from_state(state, self.session.session_id)
+            if self.session is not None and snap.state is not None:
+                self.session = session_of(snap, self.session.session_id)
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=child_id, finish_reason=finish)))
         error = snap.error if snap.status == "failed" else None
         return self._output(finish, message=message, snapshot_id=child_id, error=error)

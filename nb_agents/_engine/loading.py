@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from ..stores.base import SessionStore
     from .spec import AgentSpec
 
-__all__ = ["RESUMABLE_STATUSES", "PreTurnFailureError", "load_session", "resumable", "walk_back"]
+__all__ = [
+    "RESUMABLE_STATUSES",
+    "PreTurnFailureError",
+    "load_session",
+    "resumable",
+    "session_of",
+    "walk_back",
+]
 
 RESUMABLE_STATUSES = ("completed", "failed", "aborted")
 
@@ -101,7 +108,7 @@ async def load_session(
                 )
             )
         assert snap.state is not None
-        session = Session.from_state(snap.state, snap.session_id or str(uuid.uuid4()))
+        session = session_of(snap, snap.session_id or str(uuid.uuid4()))
         return session, snap.snapshot_id, snap.owner
     if init.session_id:
         leaf = await store.get_latest(init.session_id)
@@ -110,9 +117,17 @@ async def load_session(
         snap = await walk_back(store, init.session_id, leaf)
         if snap is None:
             return Session(init.session_id), None, leaf.owner if leaf is not None else principal
-        assert snap.state is not None
-        return Session.from_state(snap.state, init.session_id), snap.snapshot_id, snap.owner
+        return session_of(snap, init.session_id), snap.snapshot_id, snap.owner
     return Session(str(uuid.uuid4())), None, principal
+
+
+def session_of(snap: SessionSnapshot, session_id: str) -> Session:
+    """The live session of a stored snapshot: its state, and the session's rules as of it."""
+    assert snap.state is not None
+    session = Session.from_state(snap.state, session_id)
+    if snap.rules:
+        session.rules = [dict(r) for r in snap.rules]
+    return session
 
 
 async def walk_back(

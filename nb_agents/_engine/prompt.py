@@ -155,7 +155,10 @@ class PromptTurn:
                 return await self._pause(ctx, paused_msg)
             tool_msg = Message(
                 role="tool",
-                content=[tool_response(p, o.output) for p, o in zip(requests, outcomes, strict=True)],  # type: ignore[union-attr]
+                content=[
+                    tool_response(p, o.output, o.response_metadata())  # type: ignore[union-attr]
+                    for p, o in zip(requests, outcomes, strict=True)
+                ],
             )
             messages.append(msg)
             messages.append(tool_msg)

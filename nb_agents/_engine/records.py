@@ -63,7 +63,7 @@ async def write_final(
             # abort wins the race (Genkit's rule), also over a turn that had just completed:
             # the row keeps the last good state and what the attempt's tools did
             update = {"status": "aborted", "finish_reason": "aborted", "state": state, "updated_at": now}
-            update.update({k: v for k, v in fields.items() if k in _ATTEMPT_FIELDS and v})
+            update.update({k: v for k, v in fields.items() if k in (*_ATTEMPT_FIELDS, "rules") and v})
             return cur.model_copy(update=update)
         kept = (
             fields if status != "completed" else {k: v for k, v in fields.items() if k not in _ATTEMPT_FIELDS}

@@ -34,6 +34,14 @@ ToolCall = Callable[[Any, ToolContext], Awaitable[Any]]
 @dataclass(slots=True)
 class Done:
     output: Any
+    rule: dict[str, Any] | None = None  # the approval rule that answered the call, if one did
+
+    def response_metadata(self) -> dict[str, Any] | None:
+        """What the call's tool response says of the rule that answered it (Genkit's metadata slot)."""
+        if self.rule is None:
+            return None
+        key = "deniedBy" if self.rule.get("action") == "deny" else "approvedBy"
+        return {key: {"rule": self.rule["rule"]}}
 
 
 @dataclass(slots=True)
@@ -89,12 +97,12 @@ class ToolRunner:
             turn.tools_started = True  # from here a side effect may happen: the claim is kept
             output = await call(tr.input, tctx)
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
-            return Done(output)
+            return Done(output, self._by_rule(tctx, turn))
         except Interrupt as sig:
             return Paused(sig.data)
         except ToolFail as fail:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
-            return Done({"error": fail.message})
+            return Done({"error": fail.message}, self._by_rule(tctx, turn))
         except NbAgentsError:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
             raise
@@ -111,6 +119,13 @@ class ToolRunner:
                     "traceback": traceback.format_exc(),
                 },
             ) from exc
+
+    @staticmethod
+    def _by_rule(tctx: ToolContext, turn: TurnContext) -> dict[str, Any] | None:
+        rule = tctx.answered_by_rule
+        if rule is not None:  # the audit of the turn names it, with the call it answered
+            turn.rule_answers.append({"name": tctx.name, "ref": tctx.ref, **rule})
+        return rule
 
     async def run(self, requests: Sequence[Part], turn: TurnContext, *, restarted: bool) -> list[Outcome]:
         """Run the requests at once, outcomes in their order.
@@ -160,7 +175,7 @@ class ToolRunner:
                 run_at.append(i)
                 source[i] = "restart"
             elif "pendingOutput" in meta:
-                outcomes[i] = Done(meta["pendingOutput"])
+                outcomes[i] = Done(meta["pendingOutput"], meta.get("pendingRule"))
                 source[i] = "pending"
             elif part.is_interrupt:  # left for later by a partial resume: it stays paused as it was
                 data = meta.get("interrupt")
@@ -180,11 +195,13 @@ class ToolRunner:
                 tr = part.tool_request
                 responses.append(responds[(tr.name, tr.ref)])
             elif source[i] == "pending":
-                responses.append(tool_response(part, out.output, {"source": "pending"}))
+                responses.append(
+                    tool_response(part, out.output, {"source": "pending", **(out.response_metadata() or {})})
+                )
             else:
-                responses.append(tool_response(part, out.output))
+                responses.append(tool_response(part, out.output, out.response_metadata()))
             if source[i] == "pending":
-                resolved.append(part.with_metadata(pendingOutput=None))
+                resolved.append(part.with_metadata(pendingOutput=None, pendingRule=None))
             else:
                 interrupt = (part.metadata or {}).get("interrupt", True)
                 resolved.append(
@@ -228,7 +245,11 @@ def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, O
         elif isinstance(out, Done):
             # a None output is stashed as {} so that the key survives JSON round-trips
             stash = out.output if out.output is not None else {}
-            marked.append(part.with_metadata(pendingOutput=stash, interrupt=None, resolvedInterrupt=None))
+            marked.append(
+                part.with_metadata(
+                    pendingOutput=stash, pendingRule=out.rule, interrupt=None, resolvedInterrupt=None
+                )
+            )
         else:
             marked.append(part)
     return _replace_requests(msg, marked)

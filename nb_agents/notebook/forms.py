@@ -6,8 +6,9 @@ raw JSON behind a toggle), then the fields, then the buttons. Which buttons
 depends on what is known about the tool, and `InterruptForm.actions` is the
 one place that decides it (`BUTTONS`, by mode):
 
-* a call held by `ToolApproval` (``hold``): **Approve** / **Deny** with its
-  reason beside it, and *Edit arguments* to approve a changed call;
+* a call held by `ToolApproval` (``hold``): **Approve** / **Approve always**
+  (this tool, for the rest of the session: a per-session rule) / **Deny**
+  with its reason beside it, and *Edit arguments* to approve a changed call;
 * a `define_interrupt` interrupt: a **respond** form from its output schema
   (``respond``), or Approve / Deny when the answer is *approval-shaped* (an
   object whose one required field is the bool ``approved``;
@@ -36,7 +37,7 @@ from typing import Any, ClassVar
 import ipywidgets as widgets
 from pydantic import TypeAdapter, ValidationError
 
-from ..interrupts import AgentInterrupt, ApprovalHold
+from ..interrupts import AgentInterrupt, ApprovalHold, approval
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
 from ..tools import Tool
 from .answer import Answer, approval_extras, is_approval_shaped, one_text
@@ -63,12 +64,14 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         tool: Its `Tool` when the agent is local (schemas and validators), else None.
         on_answer: Called with the form once it has recorded an answer.
         note: The model's own text that came with the call, shown under the question.
+        keeps_rules: Whether the agent keeps per-session rules (it has a store), so
+            that a held call's form offers **Approve always**.
 
     Attributes:
         mode: ``"hold"``, ``"approve-respond"``, ``"respond"``, ``"approve-restart"``,
             ``"restart"``, ``"continue"`` or ``"json"``.
         answer: The recorded `Answer`, or None.
-        approve_button, deny_button, submit_button, continue_button,
+        approve_button, always_button, deny_button, submit_button, continue_button,
         answer_toggle, edit_toggle, change_button: the controls (None when absent).
         reply: The answer's fields; reason: the deny reason beside Deny; inputs: the arguments.
 
@@ -78,7 +81,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
     """
 
     BUTTONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "hold": ("approve", "deny", "edit"),
+        "hold": ("approve", "always", "deny", "edit"),
         "approve-respond": ("approve", "deny"),
         "approve-restart": ("approve", "deny", "edit"),
         "respond": ("submit",),
@@ -95,8 +98,10 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         *,
         on_answer: Callable[[InterruptForm], None] | None = None,
         note: str = "",
+        keeps_rules: bool = True,
     ) -> None:
         super().__init__()
+        self.keeps_rules = keeps_rules
         self.interrupt = interrupt
         self.tool = tool
         self.on_answer = on_answer
@@ -112,6 +117,7 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             approval=self.mode in ("hold", "approve-respond", "approve-restart", "continue"),
         )
         self.approve_button: Any = None
+        self.always_button: Any = None
         self.deny_button: Any = None
         self.submit_button: Any = None
         self.continue_button: Any = None
@@ -153,6 +159,8 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         Deny is left out only when no denial fits the tool's output schema.
         """
         wanted = self.BUTTONS[self.mode]
+        if not self.keeps_rules:  # client-managed state: a per-session rule has nowhere to live
+            wanted = tuple(a for a in wanted if a != "always")
         if self.mode in ("hold", "approve-respond", "approve-restart"):
             return wanted  # Deny is the approval's own "no"
         return tuple(a for a in wanted if a != "deny" or self._denial("") is not None)
@@ -178,6 +186,13 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
             self.approve_button = _button("Approve", "success", "check")
             self.approve_button.on_click(lambda _: self._record(self._decide, True))
             buttons.append(self.approve_button)
+            if "always" in actions:
+                self.always_button = _button("Approve always", "success", "check-circle")
+                self.always_button.tooltip = (
+                    f"Approve, and run '{self.interrupt.name}' without asking for the rest of this session"
+                )
+                self.always_button.on_click(lambda _: self._record(self._decide, True, True))
+                buttons.append(self.always_button)
             if mode == "hold":
                 reason = {"type": "string", "description": _REASON}
                 self.reply = self.reason = schema_field(reason, label="Reason", required=False)
@@ -287,18 +302,28 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         rows = self._changed(new)
         self.changes.value = changes_html(list(rows))
         suffix = " with changes" if rows else ""
-        for button, base in ((self.approve_button, "Approve"), (self.continue_button, "Continue")):
+        pairs = (
+            (self.approve_button, "Approve"),
+            (self.always_button, "Approve always"),
+            (self.continue_button, "Continue"),
+        )
+        for button, base in pairs:
             if button is not None and (button is not self.continue_button or self.mode == "continue"):
                 button.description = base + suffix
                 button.tooltip = button.description
 
     # -- actions -----------------------------------------------------------------------------
-    def _decide(self, approved: bool) -> Answer:
+    def _decide(self, approved: bool, always: bool = False) -> Answer:
         i, tool = self.interrupt, self.tool
         if self.hold is not None and approved:
             new = self._edited()
-            part = i.restart({"toolApproved": True}, new) if new is not None else self.hold.approve()
+            if new is not None:
+                part = i.restart(approval(always), new)
+            else:
+                part = self.hold.approve(always=always)
             label = "approved with changes" if new is not None else "approved"
+            if always:
+                label += f" · '{i.name}' is approved for the rest of this session"
             return Answer("restart", part, label, "approved", self._changed(new))
         if self.hold is not None:
             reason = self._read(self.reason)
@@ -375,7 +400,8 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
     # -- state ---------------------------------------------------------------------------------
     def set_disabled(self, disabled: bool) -> None:
         """Disable or enable every control of the form."""
-        for button in (self.approve_button, self.deny_button, self.submit_button, self.continue_button):
+        controls = (self.approve_button, self.always_button, self.deny_button, self.submit_button)
+        for button in (*controls, self.continue_button):
             if button is not None:
                 button.disabled = disabled
         for toggle in (self.answer_toggle, self.edit_toggle):

@@ -42,7 +42,8 @@ def answer_value(form: InterruptForm) -> Any:
         if answer.verb == "denied" and isinstance(value.get("error"), str):
             reason = value["error"].split(": ", 1)
             return {"reason": reason[1]} if len(reason) == 2 else None
-        rest = {k: v for k, v in value.items() if k not in _QUIET and v is not None}
+        quiet = _QUIET | ({"always"} if value.get("toolApproved") is True else set())  # the label says so
+        rest = {k: v for k, v in value.items() if k not in quiet and v is not None}
         return rest or None
     if value is True or (answer.verb == "denied" and isinstance(value, str)):
         return None

@@ -100,7 +100,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             ElicitationForm(i, self.tools.get(i.name), on_answer=self._on_answer)
             if is_elicitation(i)
             else InterruptForm(
-                i, self.tools.get(i.name), on_answer=self._on_answer, note=note if n == 0 else ""
+                i,
+                self.tools.get(i.name),
+                on_answer=self._on_answer,
+                note=note if n == 0 else "",
+                keeps_rules=self.chat is None or self.chat.state is None,  # a client-managed chat has state
             )
             for n, i in enumerate(response.interrupts)
         ]

@@ -24,12 +24,13 @@ from __future__ import annotations
 from .._display import STATIC_ENV, register, static_mode
 from ..listings import AuditTrail, PendingTurn, PendingTurns
 from ..responses import AgentResponse
+from ..rules import SessionRules
 from ..types import AgentOutput, Message, SessionSnapshot
 from ._html import NO_TYPESET, local_time
 from .answers import answer_line, answer_verb, record_words
 from .markdown import markdown_html, safe_link
 from .summary import Summary, changes, changes_html, humanize, interrupt_summary, label_for, summary_html
-from .tables import audit_bundle, audit_words, pending_bundle, snapshot_bundle
+from .tables import audit_bundle, audit_words, pending_bundle, rules_bundle, snapshot_bundle
 from .turns import (
     ROLE_NAMES,
     error_html,
@@ -55,6 +56,7 @@ __all__ = [
     "answer_line",
     "answer_verb",
     "audit_bundle",
+    "rules_bundle",
     "audit_words",
     "changes",
     "changes_html",
@@ -91,3 +93,4 @@ register(AgentResponse, static=response_bundle)
 register(PendingTurn, static=lambda turn: pending_bundle([turn]))
 register(PendingTurns, static=pending_bundle)
 register(AuditTrail, static=audit_bundle)
+register(SessionRules, static=rules_bundle)

@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..listings import PendingTurn
+from ..rules import SessionRule
 from ..stores.base import AuditRecord
 from ..types import SessionSnapshot
-from ._html import BOX, ERROR, MUTED, NO_TYPESET, badge, details, esc, ids_details, local_time, pre
+from ._html import BOX, ERROR, MUTED, NO_TYPESET, badge, details, esc, ids_details, local_time, muted, pre
 from .answers import answer_verb
 from .summary import humanize
 from .turns import interrupt_html, interrupt_text, message_bundle, tools_of
 
-__all__ = ["audit_bundle", "audit_words", "pending_bundle", "snapshot_bundle"]
+__all__ = ["audit_bundle", "audit_words", "pending_bundle", "rules_bundle", "snapshot_bundle"]
 
 _CELL = (
     "text-align:left;vertical-align:top;padding:3px 10px 3px 0;"
@@ -83,16 +84,27 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_RULE_WORDS = {
+    "rule": "{action}ed by rule {rule}",
+    "rule-created": "session rule {rule} made",
+    "rule-revoked": "session rule {rule} revoked",
+}
+
+
 def audit_words(rec: AuditRecord) -> str:
     """The answer of a record in words: "approved", "denied: Not today.", "answered: {...}"."""
+    if rec.kind in _RULE_WORDS and isinstance(rec.answer, dict):
+        return _RULE_WORDS[rec.kind].format(action=rec.answer.get("action"), rule=rec.answer.get("rule"))
     verb = answer_verb(rec.kind, rec.answer)
+    if verb == "approved" and isinstance(rec.answer, dict) and rec.answer.get("always") is True:
+        verb = "approved always (this session)"
     extra = ""
     if isinstance(rec.answer, dict):
         reason = rec.answer.get("error") if verb == "denied" else None
         rest = {
             k: v
             for k, v in rec.answer.items()
-            if k not in ("approved", "toolApproved", "tool_approved", "error")
+            if k not in ("approved", "toolApproved", "tool_approved", "error", "always")
         }
         if isinstance(reason, str) and ": " in reason:
             extra = reason.split(": ", 1)[1]
@@ -104,6 +116,28 @@ def audit_words(rec: AuditRecord) -> str:
         extra = _short(rec.answer)
     words = f"{verb}: {extra}" if extra else verb
     return words + (" (arguments edited)" if rec.replaced_input is not None else "")
+
+
+def rules_bundle(rules: Sequence[SessionRule]) -> dict[str, str]:
+    """A session's approval rules as a table: which tool, since when, made by whom, the rule's id."""
+    from .._display import static_mode
+
+    static = static_mode()  # times and ids change from run to run
+    head = ["Tool", "By"] if static else ["Tool", "Allowed since", "By", "Rule"]
+    rows, lines = [], ["\t".join(head)]
+    for rule in rules:
+        by = rule.created_by or ""
+        cells = [rule.tool, by] if static else [rule.tool, local_time(rule.created_at), by, rule.id]
+        rows.append("<tr>" + "".join(f'<td style="{_CELL}">{esc(c)}</td>' for c in cells) + "</tr>")
+        lines.append("\t".join(cells))
+    if not rules:
+        return {"text/plain": "no approval rules", "text/html": muted("No approval rules in this session.")}
+    th = "".join(f'<th style="{_CELL};font-weight:600">{esc(h)}</th>' for h in head)
+    table = (
+        f'<table class="nba-rules {NO_TYPESET}" style="border-collapse:collapse;max-width:100%">'
+        f"<thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    return {"text/plain": "\n".join(lines), "text/html": table}
 
 
 def audit_bundle(records: Sequence[AuditRecord]) -> dict[str, str]:

@@ -14,9 +14,13 @@ Per agent, relative to ``prefix``:
 * ``POST /{name}/abort``: ``{"data": {"snapshotId"}}`` ->
   ``{"result": {"snapshotId", "status"?}}``, the status the snapshot had before
   (omitted when the snapshot is unknown).
+* ``POST /{name}/rules``: ``{"data": {"sessionId"}}`` -> ``{"result": {"rules": [...]}}``,
+  the session's per-session approval rules (an nb_agents extension).
+* ``POST /{name}/revokeRule``: ``{"data": {"sessionId", "ruleId"}}`` ->
+  ``{"result": rule}``, the revoked rule; 404 ``NOT_FOUND`` for an unknown one.
 * ``GET /``: the agents served, each with Genkit's ``metadata.agent``.
 
-The two companions exist only for agents with a store, as in Genkit. Every
+The companions exist only for agents with a store, as in Genkit. Every
 request is bounded before it reaches an agent (`nb_agents.server.request`).
 """
 
@@ -72,7 +76,7 @@ DEFAULT_CALL_CONFIG_KEYS = frozenset(
 )
 """The model settings a client may set per call by default: Genkit's common generation keys."""
 _COMPANION_KEYS = ("data", "init")
-_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer")
+_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 
@@ -196,6 +200,8 @@ def create_app(
         if agent.store is not None:
             routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
             routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
+            routes.append(Route(path + "/rules", guarded(verbs.rules), methods=["POST"]))
+            routes.append(Route(path + "/revokeRule", guarded(verbs.revoke_rule), methods=["POST"]))
     middleware = []
     if cors_origins:
         middleware.append(
@@ -328,3 +334,20 @@ class _AgentRoutes:
         if previous is not None:
             result["status"] = previous
         return JSONResponse({"result": result})
+
+    async def rules(self, request: Request) -> ASGIApp:
+        _, data = await self._data(request)
+        session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
+        if session_id is None:
+            raise RequestError('rules takes {"data": {"sessionId": "..."}}')
+        found = await self.agent.rules(session_id, context=request.state.nba_context)
+        return JSONResponse({"result": {"rules": [r.to_dict() for r in found]}})
+
+    async def revoke_rule(self, request: Request) -> ASGIApp:
+        _, data = await self._data(request)
+        session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
+        rule_id = _id_field(data, "ruleId", "rule_id") if isinstance(data, dict) else None
+        if session_id is None or rule_id is None:
+            raise RequestError('revokeRule takes {"data": {"sessionId": "...", "ruleId": "..."}}')
+        rule = await self.agent.revoke_rule(session_id, rule_id, context=request.state.nba_context)
+        return JSONResponse({"result": rule.to_dict()})

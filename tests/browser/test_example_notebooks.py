@@ -23,6 +23,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 # each example's last cell shows a live form; these are the buttons it leads with
 FORMS = {
+    "approval-rules.ipynb": ("Read table", "Approve always"),
     "banking-approval.ipynb": ("User approval", "Approve"),
     "edit-and-restart.ipynb": ("Transfer money", "Edit arguments"),
     "multiple-interrupts.ipynb": ("Delete file", "Continue"),

@@ -136,7 +136,7 @@ async def test_a_reason_beside_deny_reaches_the_model_and_the_record() -> None:
             ["approve", "deny", "edit"],
         ),
         (("deleteFile", "d1", {"path": "/a"}), "continue", ["continue", "answer", "deny", "edit"]),
-        (("sendEmail", "e1", {"to": "a@b.c"}), "hold", ["approve", "deny", "edit"]),
+        (("sendEmail", "e1", {"to": "a@b.c"}), "hold", ["approve", "always", "deny", "edit"]),
     ],
 )
 async def test_every_form_that_lets_a_tool_run_offers_deny(call: Any, mode: str, buttons: list[str]) -> None:
