@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
+from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, expire, invoke
+from ._engine.expiry import due_parts
 from ._engine.limits import check_id
 from ._engine.ownership import Action, Authorize, visible
 from ._sync import twin
@@ -210,7 +211,41 @@ class Agent(BaseAgent):
         else:
             assert session_id is not None
             snap = await store.get_latest(session_id)
-        return snap if self._may(snap, context, "read") else None
+        if not self._may(snap, context, "read"):
+            return None
+        assert snap is not None
+        if await self._expire(snap) is not None and session_id is not None:
+            snap = await store.get_latest(session_id)  # the session went on from the default
+        return snap
+
+    async def _expire(self, snap: SessionSnapshot) -> AgentOutput | None:
+        """Apply the defaults of `snap`'s pauses past their deadline (once, whoever reads first)."""
+        if snap.state is None or not due_parts(snap.state.messages):
+            return None
+        return await expire(self.spec, snap)
+
+    async def expire_due(self) -> list[AgentOutput]:
+        """Apply the default of every pause of this agent past its deadline; the turns it ran.
+
+        Defaults also apply lazily, when a pause is next read (a resume or send,
+        `pending`, `get_snapshot`); call this (say, from a scheduled job) so that
+        they apply on time even when nobody reads. Each applies once across
+        processes: a sweep that finds another process applying it gets that turn.
+
+        Example:
+            >>> outs = await agent.expire_due()               # doctest: +SKIP
+            >>> [o.finish_reason for o in outs]               # doctest: +SKIP
+            ['stop']
+        """
+        store = self._require_store("expire_due")
+        outs: list[AgentOutput] = []
+        for sid in await store.session_ids():
+            leaf = await store.get_latest(sid)
+            if leaf is not None and (leaf.agent is None or leaf.agent == self.name):
+                out = await self._expire(leaf)
+                if out is not None:
+                    outs.append(out)
+        return outs
 
     async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status.
@@ -246,12 +281,15 @@ class Agent(BaseAgent):
         persistent store (SQLite, file). Only this agent's sessions, and with a
         request `context` only those the caller may answer. A turn whose answer
         failed or was aborted after its tools started is listed too, with that
-        ``status``: `PendingTurn.retry` goes on.
+        ``status``: `PendingTurn.retry` goes on. A pause past its deadline is not
+        listed: its declared default is applied first (see `expire_due`).
         """
         store = self._require_store("pending")
         out: list[PendingTurn] = []
         for sid in await store.session_ids():
             leaf = await store.get_latest(sid)
+            if leaf is not None and self._may(leaf, context, "read") and await self._expire(leaf) is not None:
+                leaf = await store.get_latest(sid)  # past its deadline: listed as the default left it
             attempt = None
             snap = leaf
             if leaf is not None and leaf.status in ("failed", "aborted") and leaf.answer and leaf.parent_id:
@@ -277,6 +315,7 @@ class Agent(BaseAgent):
         return AuditTrail(await store.audit(session_id))
 
     pending_sync = twin(pending)
+    expire_due_sync = twin(expire_due)
     audit_sync = twin(audit)
     aclose_sync = twin(aclose)
 

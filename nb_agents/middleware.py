@@ -9,8 +9,10 @@ caller approves it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
+from .expiry import Expiry, check_expires_in
 from .interrupts import APPROVAL_PREFIX, ApprovalHold, Interrupt
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
@@ -48,13 +50,29 @@ class ToolApproval(Middleware):
 
     Args:
         allowed_tools: Tool names that run without asking. Empty gates all.
+        expires_in: How long a hold waits for an approval (a `timedelta` or
+            seconds); None waits forever.
+        on_expiry: What answers a hold nobody answered in time: ``Expiry.deny(message)``
+            (the default, with a message naming the deadline), ``Expiry.approve()``
+            (the call runs) or ``Expiry.respond(output)`` (the model sees `output`).
 
     Example:
         >>> gate = ToolApproval(allowed_tools=["getBalance"])
+        >>> from datetime import timedelta
+        >>> gate = ToolApproval(expires_in=timedelta(hours=1),
+        ...                     on_expiry=Expiry.deny("Nobody approved this within the hour."))
     """
 
-    def __init__(self, allowed_tools: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        allowed_tools: Sequence[str] = (),
+        *,
+        expires_in: timedelta | float | None = None,
+        on_expiry: Expiry | str | None = None,
+    ) -> None:
         self.allowed_tools = frozenset(allowed_tools)
+        self.expires_in = check_expires_in(expires_in)
+        self.on_expiry = Expiry.of(on_expiry) if on_expiry is not None else None
 
     async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
         tool = ctx.tool
@@ -62,7 +80,11 @@ class ToolApproval(Middleware):
         if exempt or ctx.name in self.allowed_tools or _approved(ctx.resumed):
             return await call_next(input, ctx)
         extra = tool.approval_info if tool is not None else None
-        raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})})
+        raise Interrupt(
+            {"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})},
+            expires_in=self.expires_in,
+            on_expiry=self.on_expiry,
+        )
 
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:
