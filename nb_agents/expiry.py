@@ -180,11 +180,16 @@ def denial_message(part: Part) -> str:
     return f"Nobody answered the call to '{name}' before it expired at {expires_at(part)}; it was denied."
 
 
-def describe(part: Part) -> str:
-    """The default of `part` in words: ``denied ("...")``, ``answered with {...}``, ``approved``."""
+def describe(part: Part, *, brief: bool = False) -> str:
+    """The default of `part` in words: ``denied ("...")``, ``answered with {...}``, ``approved``.
+
+    With `brief` (what a form shows), a denial with the default message is just ``denied``.
+    """
     default = default_on(part)
     if "approve" in default:
         return "approved"
     if "respond" in default:
         return f"answered with {canonical(default['respond'])}"
+    if brief and not default.get("deny"):
+        return "denied"
     return f'denied ("{denial_message(part)}")'
