@@ -58,7 +58,9 @@ def check_expires_in(value: timedelta | float | None, where: str = "expires_in")
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, timedelta | int | float):
-        raise TypeError(f"{where} must be a timedelta or a number of seconds, got {type(value).__name__}: {value!r}")
+        raise TypeError(
+            f"{where} must be a timedelta or a number of seconds, got {type(value).__name__}: {value!r}"
+        )
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{where} must be a positive, finite duration, got {value!r}")
@@ -128,7 +130,10 @@ class Expiry:
         )
 
     def to_wire(self) -> dict[str, Any]:
-        """The default as ``metadata.onExpiry`` holds it: ``{"deny": msg}``, ``{"respond": out}``, ``{"approve": true}``."""
+        """The default as ``metadata.onExpiry`` holds it.
+
+        One of ``{"deny": msg}`` (msg may be None), ``{"respond": output}``, ``{"approve": true}``.
+        """
         if self.kind == "approve":
             return {"approve": True}
         return {self.kind: self.value}

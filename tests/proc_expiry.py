@@ -45,7 +45,9 @@ def build(where: str, ledger: str) -> nba.Agent:
         return "ok"
 
     gate = nba.middleware.ToolApproval(expires_in=EXPIRES_IN, on_expiry=nba.Expiry.approve())
-    return nba.define_agent("bank", model=FunctionModel(rules), tools=[transfer], store=store(where), use=[gate])
+    return nba.define_agent(
+        "bank", model=FunctionModel(rules), tools=[transfer], store=store(where), use=[gate]
+    )
 
 
 async def main(argv: list[str]) -> None:

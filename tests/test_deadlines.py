@@ -30,9 +30,7 @@ class Ask(BaseModel):
     question: str
 
 
-def asking(
-    store: nba.SessionStore | None, **deadline: object
-) -> tuple[nba.Agent, ScriptedModel]:
+def asking(store: nba.SessionStore | None, **deadline: object) -> tuple[nba.Agent, ScriptedModel]:
     confirm = nba.define_interrupt(name="confirm", input_schema=Ask, output_schema=bool, **deadline)  # type: ignore[arg-type]
     model = ScriptedModel([tool_call_response(("confirm", "c1", {"question": "go?"})), text_response("done")])
     return nba.define_agent("asker", model=model, tools=[confirm], store=store), model
@@ -77,7 +75,9 @@ def test_a_deadline_of_the_wrong_type_and_a_default_that_cannot_apply_are_refuse
     with pytest.raises(ValueError, match="ToolApproval holds only"):
         nba.define_interrupt(name="x", expires_in=5, on_expiry=nba.Expiry.approve())
     with pytest.raises(ValueError, match="does not fit the output schema of tool 'x'"):
-        nba.define_interrupt(name="x", output_schema=bool, expires_in=5, on_expiry=nba.Expiry.respond("maybe"))
+        nba.define_interrupt(
+            name="x", output_schema=bool, expires_in=5, on_expiry=nba.Expiry.respond("maybe")
+        )
     with pytest.raises(TypeError, match="on_expiry must be an Expiry"):
         nba.define_interrupt(name="x", expires_in=5, on_expiry=42)  # type: ignore[arg-type]
 
@@ -107,7 +107,9 @@ async def test_past_the_deadline_a_resume_applies_the_denial_and_the_late_answer
     (i,) = res.interrupts
     late = i.respond(True)  # built in time, sent too late
     await asyncio.sleep(PAST)
-    with pytest.raises(nba.FailedPreconditionError, match=r"'confirm' \(ref: c1\) expired at .*denied") as info:
+    with pytest.raises(
+        nba.FailedPreconditionError, match=r"'confirm' \(ref: c1\) expired at .*denied"
+    ) as info:
         await chat.resume(respond=[late])
     assert info.value.status == "FAILED_PRECONDITION"
     assert info.value.details["expiresAt"] == i.part.metadata["expiresAt"]  # type: ignore[index]

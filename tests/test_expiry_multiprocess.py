@@ -49,7 +49,9 @@ def test_two_processes_notice_the_same_expired_hold_and_its_default_applies_once
 ) -> None:
     store, ledger, go = where(kind, tmp_path), tmp_path / "ledger.txt", tmp_path / "go"
     reason, session_id = finish(run("pause", store, str(ledger)))
-    paused_at = time.monotonic()  # the hold was made before this: its deadline is before paused_at + EXPIRES_IN
+    paused_at = (
+        time.monotonic()
+    )  # the hold was made before this: its deadline is before paused_at + EXPIRES_IN
     assert reason == "interrupted" and not ledger.exists()
     racers = [run("sweep", store, str(ledger), str(go)), run("pending", store, str(ledger), str(go))]
     deadline = time.monotonic() + 60
@@ -62,7 +64,9 @@ def test_two_processes_notice_the_same_expired_hold_and_its_default_applies_once
     assert results[0] == results[1] and results[0][0] == "stop"  # both see the one resumed turn
     agent = build(store, str(ledger))
     records = asyncio.run(agent.audit(session_id))
-    assert [(r.kind, r.name, r.answer["applied"]) for r in records] == [("expired", "transfer", {"approve": True})]
+    assert [(r.kind, r.name, r.answer["applied"]) for r in records] == [
+        ("expired", "transfer", {"approve": True})
+    ]
     close = getattr(agent.store, "close", None)
     if close is not None:
         close()

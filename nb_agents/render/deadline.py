@@ -14,7 +14,7 @@ from ..expiry import now as utc_now
 from ..expiry import parse
 from ._html import MUTED, NO_TYPESET, esc, local_time
 
-__all__ = ["deadline_html", "deadline_words", "time_left"]
+__all__ = ["deadline_html", "deadline_parts", "deadline_words", "time_left"]
 
 _WAIT = "color:var(--jp-warn-color0,#b26a00);font-weight:600"
 _GONE = "color:var(--jp-error-color0,#c62828);font-weight:600"
@@ -38,39 +38,45 @@ def time_left(seconds: float) -> str:
     return f"{s // 86400} days"
 
 
+def deadline_parts(
+    expires_at: str | None, on_expiry: str | None, *, now: datetime | None = None
+) -> tuple[str, str, bool] | None:
+    """The deadline line as (label, rest, expired), or None when the pause has none."""
+    deadline = parse(expires_at) if expires_at else None
+    if deadline is None:
+        return None
+    then = on_expiry or "denied"
+    if static_mode():
+        return "Deadline:", f"if nobody answers in time, {then}", False
+    current = now or utc_now()
+    clock = local_time(deadline, now=current.astimezone())
+    left = (deadline - current).total_seconds()
+    if left <= 0:
+        return "Expired", f"at {clock}: {then}; an answer is no longer taken", True
+    return "Expires", f"in {time_left(left)} (at {clock}); then {then}", False
+
+
 def deadline_words(expires_at: str | None, on_expiry: str | None, *, now: datetime | None = None) -> str:
     """The deadline line as text ("" when the pause has none).
 
     Example:
         >>> from datetime import datetime, timezone
         >>> at = datetime(2026, 5, 3, 13, 1, tzinfo=timezone.utc)
-        >>> deadline_words("2026-05-03T14:00:30.000Z", "denied (\\"too late\\")", now=at)[:15]
-        'Expires in 59 m'
+        >>> deadline_words("2026-05-03T14:00:30.000Z", "denied", now=at)[:18]
+        'Expires in 59 min '
     """
-    deadline = parse(expires_at) if expires_at else None
-    if deadline is None:
-        return ""
-    then = on_expiry or "denied"
-    if static_mode():
-        return f"Has a deadline; if nobody answers in time: {then}"
-    current = now or utc_now()
-    clock = local_time(deadline, now=current.astimezone())
-    left = (deadline - current).total_seconds()
-    if left <= 0:
-        return f"Expired at {clock}: {then}; an answer is no longer taken"
-    return f"Expires in {time_left(left)} (at {clock}); then {then}"
+    found = deadline_parts(expires_at, on_expiry, now=now)
+    return "" if found is None else f"{found[0]} {found[1]}"
 
 
 def deadline_html(expires_at: str | None, on_expiry: str | None, *, now: datetime | None = None) -> str:
     """The deadline line as HTML, escaped ("" when the pause has none)."""
-    words = deadline_words(expires_at, on_expiry, now=now)
-    if not words:
+    found = deadline_parts(expires_at, on_expiry, now=now)
+    if found is None:
         return ""
-    deadline = parse(expires_at or "")
-    gone = deadline is not None and not static_mode() and deadline <= (now or utc_now())
-    label, rest = words.split(" ", 1) if not words.startswith("Has") else ("Deadline:", words)
-    style = _GONE if gone else _WAIT
+    label, rest, gone = found
     return (
         f'<div class="nba-deadline {NO_TYPESET}" style="margin:2px 0">'
-        f'<span style="{style}">{esc(label)}</span> <span style="{MUTED}">{esc(rest)}</span></div>'
+        f'<span style="{_GONE if gone else _WAIT}">{esc(label)}</span> '
+        f'<span style="{MUTED}">{esc(rest)}</span></div>'
     )

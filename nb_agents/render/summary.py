@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..expiry import describe, expires_at
 from ..interrupts import APPROVAL_PREFIX, held_for_approval
 from ..types import Part
-from ..expiry import describe, expires_at
 from ._html import MUTED, NO_TYPESET, badge, details, esc, pre
 from .deadline import deadline_html
 from .markdown import markdown_html

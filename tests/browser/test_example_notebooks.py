@@ -24,6 +24,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 # each example's last cell shows a live form; these are the buttons it leads with
 FORMS = {
     "banking-approval.ipynb": ("User approval", "Approve"),
+    "deadlines.ipynb": ("Transfer money", "Approve"),
     "edit-and-restart.ipynb": ("Transfer money", "Edit arguments"),
     "multiple-interrupts.ipynb": ("Delete file", "Continue"),
     "quickstart.ipynb": ("Transfer money", "Approve"),

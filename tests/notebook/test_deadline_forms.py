@@ -24,7 +24,9 @@ def gated(**deadline: object) -> nba.Agent:
 
     model = ScriptedModel([tool_call_response(("transfer", "t1", {"amount": 500})), text_response("over")])
     gate = nba.middleware.ToolApproval(**deadline)  # type: ignore[arg-type]
-    return nba.define_agent("bank", model=model, tools=[transfer], store=nba.InMemorySessionStore(), use=[gate])
+    return nba.define_agent(
+        "bank", model=model, tools=[transfer], store=nba.InMemorySessionStore(), use=[gate]
+    )
 
 
 async def test_the_form_shows_the_time_left_and_the_default_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,7 +39,9 @@ async def test_the_form_shows_the_time_left_and_the_default_escaped(monkeypatch:
     assert "<script>" not in shown
 
 
-async def test_an_expired_form_says_so_and_an_answer_from_it_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_expired_form_says_so_and_an_answer_from_it_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
     agent = gated(expires_in=0.2)
     res = await agent.chat().send("pay")
@@ -54,4 +58,4 @@ async def test_an_expired_form_says_so_and_an_answer_from_it_is_refused(monkeypa
 def test_static_mode_shows_no_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NB_AGENTS_STATIC", "1")
     at = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()
-    assert deadline_words(at, "approved") == "Has a deadline; if nobody answers in time: approved"
+    assert deadline_words(at, "approved") == "Deadline: if nobody answers in time, approved"

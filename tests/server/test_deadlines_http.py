@@ -53,7 +53,9 @@ async def test_the_remote_client_raises_failed_precondition_for_a_late_answer(
 
 
 async def test_get_snapshot_over_http_applies_the_default(serve: Serve, tmp_path: Path) -> None:
-    agent, model, ran = gated(make_store("sqlite", tmp_path), expires_in=SHORT, on_expiry=nba.Expiry.approve())
+    agent, model, ran = gated(
+        make_store("sqlite", tmp_path), expires_in=SHORT, on_expiry=nba.Expiry.approve()
+    )
     url = serve(agent)
     paused = await nba.remote_agent(f"{url}/bank").chat().send("pay")
     await asyncio.sleep(PAST)
