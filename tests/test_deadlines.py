@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -235,3 +236,56 @@ async def test_without_a_store_a_late_answer_is_refused_too() -> None:
     await asyncio.sleep(PAST)
     with pytest.raises(nba.FailedPreconditionError, match="expired at"):
         await chat.resume(respond=[res.interrupts[0].respond(True)])
+
+
+async def test_a_hold_approved_in_time_runs_and_nothing_expires_later() -> None:
+    agent, model, ran = gated(nba.InMemorySessionStore(), expires_in=SHORT, on_expiry=nba.Expiry.approve())
+    chat = agent.chat()
+    res = await chat.send("pay")
+    approve = res.interrupts[0].approve()
+    assert "expiresAt" not in (approve.metadata or {})  # a pause's marks are not copied into its answer
+    done = await chat.resume(restart=[approve])
+    assert done.text == "over" and ran == [500]
+    await asyncio.sleep(PAST)
+    assert await agent.expire_due() == [] and ran == [500]
+    (record,) = await agent.audit(res.session_id)
+    assert record.kind == "restart"
+
+
+def test_expire_due_has_a_sync_twin() -> None:
+    agent, model = asking(nba.InMemorySessionStore(), expires_in=SHORT)
+    res = agent.chat().send_sync("ask me")
+    time.sleep(PAST)
+    (out,) = agent.expire_due_sync()
+    assert out.finish_reason == "stop" and out.session_id == res.session_id and model.calls == 2
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_one_of_two_pauses_expires_and_the_other_is_still_answered(kind: str, tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    @nba.tool(name="transfer")
+    async def transfer(to: str, ctx: nba.ToolContext) -> str:
+        if not ctx.resumed:
+            ctx.interrupt(
+                {"to": to}, expires_in=SHORT if to == "bob" else 3600, on_expiry="Too late for bob."
+            )
+        ran.append(to)
+        return f"sent to {to}"
+
+    calls = [("transfer", "t-alice", {"to": "alice"}), ("transfer", "t-bob", {"to": "bob"})]
+    model = ScriptedModel([tool_call_response(*calls), text_response("settled")])
+    agent = nba.define_agent("bank", model=model, tools=[transfer], store=make_store(kind, tmp_path))
+    chat = agent.chat()
+    res = await chat.send("pay both")
+    alice, bob = sorted(res.interrupts, key=lambda i: i.input["to"])
+    await asyncio.sleep(PAST)
+    with pytest.raises(nba.FailedPreconditionError, match="'transfer' \\(ref: t-bob\\) expired"):
+        await chat.resume(restart=[alice.restart(resumed=True), bob.restart(resumed=True)])
+    assert ran == []  # refused whole, before anything ran; bob's default went in meanwhile
+    done = await chat.resume(restart=[alice.restart(resumed=True)], partial=True)
+    assert done.text == "settled" and ran == ["alice"] and model.calls == 2
+    outputs = {p.tool_response.ref: p.tool_response.output for p in model.requests[-1].messages[-1].content}
+    assert outputs == {"t-alice": "sent to alice", "t-bob": {"error": "Too late for bob."}}
+    kinds = sorted((r.ref, r.kind) for r in await agent.audit(res.session_id))
+    assert kinds == [("t-alice", "restart"), ("t-bob", "expired")]
