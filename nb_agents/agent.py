@@ -219,10 +219,14 @@ class Agent(BaseAgent):
         return snap
 
     async def _expire(self, snap: SessionSnapshot) -> AgentOutput | None:
-        """Apply the defaults of `snap`'s pauses past their deadline (once, whoever reads first)."""
+        """Apply the defaults of `snap`'s pauses past their deadline (once, whoever reads first).
+
+        The turn the defaults ran, or None when none was due or an answer given in time holds the pause.
+        """
         if snap.state is None or not due_parts(snap.state.messages):
             return None
-        return await expire(self.spec, snap)
+        expired = await expire(self.spec, snap)
+        return expired.output if expired is not None and not expired.preempted else None
 
     async def expire_due(self) -> list[AgentOutput]:
         """Apply the default of every pause of this agent past its deadline; the turns it ran.

@@ -289,3 +289,28 @@ async def test_one_of_two_pauses_expires_and_the_other_is_still_answered(kind: s
     assert outputs == {"t-alice": "sent to alice", "t-bob": {"error": "Too late for bob."}}
     kinds = sorted((r.ref, r.kind) for r in await agent.audit(res.session_id))
     assert kinds == [("t-alice", "restart"), ("t-bob", "expired")]
+
+
+async def test_an_answer_given_in_time_can_be_retried_after_the_deadline() -> None:
+    ran: list[str] = []
+
+    @nba.tool(name="transfer")
+    async def transfer(to: str, ctx: nba.ToolContext) -> str:
+        if not ctx.resumed:
+            ctx.interrupt({"to": to}, expires_in=SHORT)
+        ran.append(to)
+        if len(ran) == 1:
+            raise RuntimeError("the bank is down")
+        return "sent"
+
+    model = ScriptedModel([tool_call_response(("transfer", "t1", {"to": "amy"})), text_response("sent it")])
+    agent = nba.define_agent("bank", model=model, tools=[transfer], store=nba.InMemorySessionStore())
+    chat = agent.chat()
+    res = await chat.send("pay amy")
+    with pytest.raises(nba.AgentError, match="the bank is down"):
+        await chat.resume(restart=[res.interrupts[0].restart(resumed=True)])  # in time: it took effect
+    await asyncio.sleep(PAST)
+    done = await chat.retry()  # the answer came in time: its retry is not a late answer
+    assert done.text == "sent it" and ran == ["amy", "amy"]
+    assert await agent.expire_due() == []
+    assert {r.kind for r in await agent.audit(res.session_id)} == {"restart"}  # each attempt; no default

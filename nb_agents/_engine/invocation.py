@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._sync import Signal
@@ -42,7 +43,7 @@ from .records import RowFields, write_final
 from .resume import resume_digest
 from .spec import AgentSpec
 
-__all__ = ["Invocation", "expire", "invoke"]
+__all__ = ["Expired", "Invocation", "expire", "invoke"]
 
 _NO_OPTIONS = CallOptions()
 
@@ -91,6 +92,9 @@ class Invocation:
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
         self.expiring = False  # this invocation applies expired defaults: it never applies them lazily
+        # another answer holds the claim on the paused snapshot (it came in time): an answer to an
+        # expired pause is then judged by that claim (a re-send or retry of it goes on), not refused
+        self.preempted = False
         if start:
             self.start()
 
@@ -178,16 +182,21 @@ class Invocation:
         """The session starts on a pause past its deadline: apply its default before this input.
 
         A message then goes on from where the default left the conversation; an
-        answer stays on the expired pause, where `check_deadlines` refuses it.
+        answer stays on the expired pause, where `check_deadlines` refuses it
+        (unless an answer given in time holds the pause: then the claim decides).
         """
         if self.store is None or self.parent_id is None:
             return  # client-managed state: nothing is stored to apply it to; a late answer is refused
         snap = await self.store.get_snapshot(self.parent_id)
         if snap is None:
             return
-        out = await expire(self.spec, snap)
-        if out is None or action == "resume":
+        expired = await expire(self.spec, snap)
+        if expired is None:
             return
+        self.preempted = expired.preempted
+        if action == "resume" or expired.preempted:
+            return
+        out = expired.output
         if self.init.session_id:
             init = self.init
         elif out.snapshot_id and out.finish_reason not in ("failed", "aborted"):
@@ -264,7 +273,7 @@ class Invocation:
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
         self._current_input = inp
-        if inp.resume is not None:
+        if inp.resume is not None and not self.preempted:
             check_deadlines(inp.resume, session.messages)  # thrown, before anything is claimed or run
         refused = self._check(inp, session)
         if refused is not None:
@@ -286,6 +295,7 @@ class Invocation:
                 parent_id = self.parent_id = lost.snapshot_id
                 refused = self._check(inp, session)
                 if refused is not None:
+                    self.preempted = True  # what this answer answers was answered by the one that went first
                     return refused
             if lost is not None:
                 return lost
@@ -529,6 +539,7 @@ class Invocation:
             return None
         if isinstance(outcome, SessionSnapshot):
             return await self._replay(outcome)
+        self.preempted = True
         return self._output("failed", message=self.session.last_model(), error=error_info(outcome.error))
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
@@ -588,7 +599,20 @@ async def invoke(
     return await inv.run_inline()
 
 
-async def expire(spec: AgentSpec, snap: SessionSnapshot) -> AgentOutput | None:
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """What applying a pause's default came to.
+
+    Attributes:
+        output: The turn the default ran (or, replayed, the one another process ran).
+        preempted: Another answer holds the pause (it came before the deadline): the default did not apply.
+    """
+
+    output: AgentOutput
+    preempted: bool
+
+
+async def expire(spec: AgentSpec, snap: SessionSnapshot) -> Expired | None:
     """Apply the declared defaults of `snap`'s expired pauses, once across processes; None if none is due.
 
     The defaults are an ordinary answer (`expiry_resume`), claimed and run as a
@@ -605,4 +629,5 @@ async def expire(spec: AgentSpec, snap: SessionSnapshot) -> AgentOutput | None:
     inv.expiring = True
     # partial: pauses not yet due stay paused; and if another partial answer moved the turn on,
     # the defaults apply to the turn it left paused
-    return await inv.run_one(AgentInput(resume=resume, partial=True))
+    out = await inv.run_one(AgentInput(resume=resume, partial=True))
+    return Expired(out, inv.preempted)
