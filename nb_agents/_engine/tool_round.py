@@ -200,6 +200,8 @@ class ToolRunner:
                 resolved.append(part.with_metadata(pendingOutput=None))
             else:
                 interrupt = (part.metadata or {}).get("interrupt", True)
+                tr = part.tool_request
+                answer = responds.get((tr.name, tr.ref)) or restarts.get((tr.name, tr.ref))
                 resolved.append(
                     part.with_metadata(
                         interrupt=None,
@@ -207,6 +209,8 @@ class ToolRunner:
                         resolvedInterrupt=interrupt,
                         expiresAt=None,
                         onExpiry=None,
+                        # the history says the call was answered by its default on expiry
+                        expired=(answer.metadata or {}).get("expired") if answer is not None else None,
                     )
                 )
         tool_msg = Message(

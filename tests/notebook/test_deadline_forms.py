@@ -59,3 +59,21 @@ def test_static_mode_shows_no_times(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NB_AGENTS_STATIC", "1")
     at = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()
     assert deadline_words(at, "approved") == "Deadline: if nobody answers in time, approved"
+
+
+def test_the_audit_table_says_a_default_applied_on_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nb_agents.render.tables import audit_words
+
+    monkeypatch.setenv("NB_AGENTS_STATIC", "1")
+    mark = {"at": "2026-05-03T14:02:00.000Z", "applied": {"deny": "Too late."}}
+    record = nba.AuditRecord("s", "p", "c", "transfer", "t1", "expired", mark, None, "2026-05-03T14:02:01Z")
+    assert audit_words(record) == "expired, denied: Too late."
+    approve = {**mark, "applied": {"approve": True}}
+    approved = nba.AuditRecord(
+        "s", "p", "c", "transfer", "t1", "expired", approve, None, "2026-05-03T14:02:01Z"
+    )
+    assert audit_words(approved) == "expired, approved"
+    monkeypatch.delenv("NB_AGENTS_STATIC")
+    assert audit_words(record).startswith("expired at ") and audit_words(record).endswith(
+        ", denied: Too late."
+    )
