@@ -26,7 +26,19 @@ from typing import Any
 from ._json import canonical, to_json_value
 from .types import Part
 
-__all__ = ["Expiry", "check_expires_in", "deadline_of", "describe", "expires_at", "is_due", "now"]
+__all__ = [
+    "Expiry",
+    "check_expires_in",
+    "deadline_of",
+    "default_on",
+    "denial_message",
+    "describe",
+    "expires_at",
+    "is_due",
+    "iso",
+    "now",
+    "parse",
+]
 
 
 def now() -> datetime:
