@@ -20,8 +20,11 @@ The clock is wall-clock UTC (`now`), one seam for the whole package.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from pydantic import ValidationError
 
 from ._json import canonical, to_json_value
 from .types import Part
@@ -29,6 +32,7 @@ from .types import Part
 __all__ = [
     "Expiry",
     "check_expires_in",
+    "checked_default",
     "deadline_of",
     "default_on",
     "denial_message",
@@ -158,6 +162,29 @@ class Expiry:
 
     def __repr__(self) -> str:
         return f"Expiry.{self.kind}({'' if self.value is None else repr(self.value)})"
+
+
+def checked_default(on_expiry: Expiry | str, *, tool: str, check_output: Callable[[Any], None]) -> Expiry:
+    """`on_expiry` for the own pauses of `tool`, refused at definition if it could never apply.
+
+    ``Expiry.approve()`` is for `ToolApproval` holds only; an ``Expiry.respond``
+    output must pass `check_output` (the tool's output schema).
+    """
+    found = Expiry.of(on_expiry)
+    if found.kind == "approve":
+        raise ValueError(
+            f"on_expiry=Expiry.approve() applies to ToolApproval holds only; tool '{tool}' pauses "
+            "for an answer: give Expiry.respond(output) or Expiry.deny(message)"
+        )
+    if found.kind == "respond":
+        try:
+            check_output(found.value)
+        except ValidationError as exc:
+            raise ValueError(
+                f"on_expiry=Expiry.respond({found.value!r}) does not fit the output schema of tool "
+                f"'{tool}': {exc}"
+            ) from exc
+    return found
 
 
 def deadline_of(part: Part) -> datetime | None:

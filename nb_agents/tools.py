@@ -23,7 +23,7 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from ._json import to_json_value
-from .expiry import Expiry, check_expires_in
+from .expiry import Expiry, check_expires_in, checked_default
 from .interrupts import Interrupt, InterruptCall
 from .schemas import caller_locals, camel, is_model, signature_model, type_hints
 from .types import Part, ToolDefinition
@@ -204,21 +204,7 @@ class Tool:
 
     def _checked_expiry(self, on_expiry: Expiry | str) -> Expiry:
         """`on_expiry` for this tool's own pauses, refused now if it could never apply."""
-        found = Expiry.of(on_expiry)
-        if found.kind == "approve":
-            raise ValueError(
-                f"on_expiry=Expiry.approve() applies to ToolApproval holds only; tool '{self.name}' pauses "
-                "for an answer: give Expiry.respond(output) or Expiry.deny(message)"
-            )
-        if found.kind == "respond":
-            try:
-                self.check_output(found.value)
-            except ValidationError as exc:
-                raise ValueError(
-                    f"on_expiry=Expiry.respond({found.value!r}) does not fit the output schema of tool "
-                    f"'{self.name}': {exc}"
-                ) from exc
-        return found
+        return checked_default(on_expiry, tool=self.name, check_output=self.check_output)
 
     def _with_deadline(self, sig: Interrupt) -> Interrupt:
         """`sig` with this tool's deadline where the pause gave none (its own checked here)."""
