@@ -35,6 +35,7 @@ from .errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from .expiry import Expiry
 from .interrupts import AgentInterrupt, ApprovalHold, Interrupt, InterruptCall, interrupt_as
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
@@ -118,6 +119,7 @@ __all__ = [
     "CallOptions",
     "Chat",
     "DetachedTask",
+    "Expiry",
     "FailedPreconditionError",
     "FileSessionStore",
     "FinishReason",

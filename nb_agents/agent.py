@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, invoke
+from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, expire, invoke
+from ._engine.expiry import due_parts
 from ._engine.limits import check_id
 from ._engine.loading import walk_back
 from ._engine.ownership import Action, Authorize, principal_of, visible
@@ -212,7 +213,45 @@ class Agent(BaseAgent):
         else:
             assert session_id is not None
             snap = await store.get_latest(session_id)
-        return snap if self._may(snap, context, "read") else None
+        if not self._may(snap, context, "read"):
+            return None
+        assert snap is not None
+        if await self._expire(snap) is not None and session_id is not None:
+            snap = await store.get_latest(session_id)  # the session went on from the default
+        return snap
+
+    async def _expire(self, snap: SessionSnapshot) -> AgentOutput | None:
+        """Apply the defaults of `snap`'s pauses past their deadline (once, whoever reads first).
+
+        The turn the defaults ran, or None when none was due or an answer given in time holds the pause.
+        """
+        if snap.state is None or not due_parts(snap.state.messages):
+            return None
+        expired = await expire(self.spec, snap)
+        return expired.output if expired is not None and not expired.preempted else None
+
+    async def expire_due(self) -> list[AgentOutput]:
+        """Apply the default of every pause of this agent past its deadline; the turns it ran.
+
+        Defaults also apply lazily, when a pause is next read (a resume or send,
+        `pending`, `get_snapshot`); call this (say, from a scheduled job) so that
+        they apply on time even when nobody reads. Each applies once across
+        processes: a sweep that finds another process applying it gets that turn.
+
+        Example:
+            >>> outs = await agent.expire_due()               # doctest: +SKIP
+            >>> [o.finish_reason for o in outs]               # doctest: +SKIP
+            ['stop']
+        """
+        store = self._require_store("expire_due")
+        outs: list[AgentOutput] = []
+        for sid in await store.session_ids():
+            leaf = await store.get_latest(sid)
+            if leaf is not None and (leaf.agent is None or leaf.agent == self.name):
+                out = await self._expire(leaf)
+                if out is not None:
+                    outs.append(out)
+        return outs
 
     async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status.
@@ -248,12 +287,15 @@ class Agent(BaseAgent):
         persistent store (SQLite, file). Only this agent's sessions, and with a
         request `context` only those the caller may answer. A turn whose answer
         failed or was aborted after its tools started is listed too, with that
-        ``status``: `PendingTurn.retry` goes on.
+        ``status``: `PendingTurn.retry` goes on. A pause past its deadline is not
+        listed: its declared default is applied first (see `expire_due`).
         """
         store = self._require_store("pending")
         out: list[PendingTurn] = []
         for sid in await store.session_ids():
             leaf = await store.get_latest(sid)
+            if leaf is not None and self._may(leaf, context, "read") and await self._expire(leaf) is not None:
+                leaf = await store.get_latest(sid)  # past its deadline: listed as the default left it
             attempt = None
             snap = leaf
             if leaf is not None and leaf.status in ("failed", "aborted") and leaf.answer and leaf.parent_id:
@@ -357,6 +399,7 @@ class Agent(BaseAgent):
         return SessionRule.from_dict(found)
 
     pending_sync = twin(pending)
+    expire_due_sync = twin(expire_due)
     audit_sync = twin(audit)
     rules_sync = twin(rules)
     revoke_rule_sync = twin(revoke_rule)

@@ -19,11 +19,13 @@ claim Go calls ``tool.Interrupted(part)``.
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ._json import canonical, to_json_value
+from .expiry import Expiry, check_expires_in, deadline_of, describe, is_due
 from .types import Part, ToolRequest, ToolResponse
 
 if TYPE_CHECKING:
@@ -82,12 +84,24 @@ class Interrupt(Exception):  # noqa: N818 - a control-flow signal, not an error
         data: The pause payload shown to the human: a JSON object (a dict or a
             pydantic model) or None. It lands in ``metadata.interrupt`` of the
             tool request (``true`` when None).
+        expires_in: How long this pause waits for an answer (a `timedelta` or
+            seconds); None takes the tool's own ``expires_in``, if any.
+        on_expiry: What answers it past the deadline (`Expiry`, or a denial
+            message); None takes the tool's, else a denial.
 
     Example:
         >>> raise Interrupt({"details": "Transfer $500 to savings"})  # doctest: +SKIP
+        >>> raise Interrupt({"details": "..."}, expires_in=timedelta(minutes=5),
+        ...                 on_expiry="Nobody approved the transfer in time.")  # doctest: +SKIP
     """
 
-    def __init__(self, data: BaseModel | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        data: BaseModel | dict[str, Any] | None = None,
+        *,
+        expires_in: timedelta | float | None = None,
+        on_expiry: Expiry | str | None = None,
+    ) -> None:
         value = to_json_value(data)
         if value is not None and not isinstance(value, dict):
             raise TypeError(
@@ -96,6 +110,8 @@ class Interrupt(Exception):  # noqa: N818 - a control-flow signal, not an error
             )
         super().__init__("interrupt")
         self.data: dict[str, Any] | None = value
+        self.expires_in = check_expires_in(expires_in)
+        self.on_expiry = Expiry.of(on_expiry) if on_expiry is not None else None
 
 
 def respond_part(request: Part, output: Any, *, metadata: Any = None, mark: bool = True) -> Part:
@@ -129,7 +145,7 @@ def restart_part(
         mark_resumed: Whether to set ``metadata.resumed`` when ``resumed`` is None.
     """
     tr = _tool_request(request)
-    meta = {k: v for k, v in (request.metadata or {}).items() if k not in ("interrupt", "pendingOutput")}
+    meta = {k: v for k, v in (request.metadata or {}).items() if k not in _PAUSE_KEYS}
     if resumed is not None:
         meta["resumed"] = to_json_value(resumed)
     elif mark_resumed:
@@ -144,6 +160,10 @@ def restart_part(
         tool_request=ToolRequest(name=tr.name, ref=tr.ref, input=new_input),
         metadata=meta or None,
     )
+
+
+_PAUSE_KEYS = ("interrupt", "pendingOutput", "expiresAt", "onExpiry")
+"""What marks a pause (not copied into a restart of it)."""
 
 
 def approval(always: bool = False) -> dict[str, Any]:
@@ -236,6 +256,7 @@ class AgentInterrupt:
         input: What the model passed the tool (shown to the human).
         data: The pause payload (``metadata.interrupt``), a dict or None.
         part: The interrupted tool-request part itself.
+        expires_at: The pause's deadline (``metadata.expiresAt``, UTC), or None.
     """
 
     def __init__(self, part: Part) -> None:
@@ -245,6 +266,17 @@ class AgentInterrupt:
         self.ref = part.tool_request.ref
         self.input = part.tool_request.input
         self.data = _pause_data(part)
+        self.expires_at = deadline_of(part)
+
+    @property
+    def expired(self) -> bool:
+        """Whether the deadline has passed: an answer is refused, the declared default applies."""
+        return is_due(self.part)
+
+    @property
+    def on_expiry(self) -> str | None:
+        """What applies past the deadline, in words (``denied (...)``, ``approved``), or None."""
+        return describe(self.part) if self.expires_at is not None else None
 
     def respond(self, output: Any) -> Part:
         """A ``toolResponse`` part supplying the tool's output. Does not send."""

@@ -10,8 +10,10 @@ per-session rules an ``approve(always=True)`` makes).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
+from .expiry import Expiry, check_expires_in
 from .interrupts import APPROVAL_PREFIX, ApprovalHold, Interrupt
 from .rules import ApprovalRule, always_asked, match_session, numbered
 from .tools import ToolContext
@@ -58,19 +60,36 @@ class ToolApproval(Middleware):
     Args:
         allowed_tools: Tool names that run without asking. Empty gates all.
         rules: `ApprovalRule` values, checked in order before anything else.
+        expires_in: How long a hold waits for an approval (a `timedelta` or
+            seconds); None waits forever.
+        on_expiry: What answers a hold nobody answered in time: ``Expiry.deny(message)``
+            (the default, with a message naming the deadline), ``Expiry.approve()``
+            (the call runs) or ``Expiry.respond(output)`` (the model sees `output`).
 
     Example:
+        >>> from datetime import timedelta
         >>> from nb_agents import ApprovalRule
         >>> gate = ToolApproval(allowed_tools=["getBalance"], rules=[
         ...     ApprovalRule("transferMoney", when=lambda inp: inp["amount"] <= 100),
         ...     ApprovalRule("closeAccount", action="deny", message="Accounts are closed in branch.")])
+        >>> gate = ToolApproval(expires_in=timedelta(hours=1),
+        ...                     on_expiry=Expiry.deny("Nobody approved this within the hour."))
     """
 
-    def __init__(self, allowed_tools: Sequence[str] = (), *, rules: Sequence[ApprovalRule] = ()) -> None:
+    def __init__(
+        self,
+        allowed_tools: Sequence[str] = (),
+        *,
+        rules: Sequence[ApprovalRule] = (),
+        expires_in: timedelta | float | None = None,
+        on_expiry: Expiry | str | None = None,
+    ) -> None:
         if isinstance(allowed_tools, str):
             raise TypeError(f"allowed_tools must be a list of tool names, got the str {allowed_tools!r}")
         self.allowed_tools = frozenset(allowed_tools)
         self.rules = numbered(rules)
+        self.expires_in = check_expires_in(expires_in)
+        self.on_expiry = Expiry.of(on_expiry) if on_expiry is not None else None
 
     async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
         if _approved(ctx.resumed):  # a person approved this very call
@@ -92,7 +111,11 @@ class ToolApproval(Middleware):
             ctx.answered_by_rule = {"rule": found["id"], "action": "allow"}
             return await call_next(input, ctx)
         extra = tool.approval_info if tool is not None else None
-        raise Interrupt({"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})})
+        raise Interrupt(
+            {"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})},
+            expires_in=self.expires_in,
+            on_expiry=self.on_expiry,
+        )
 
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:

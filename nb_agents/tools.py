@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from ._json import to_json_value
+from .expiry import Expiry, check_expires_in, checked_default
 from .interrupts import Interrupt, InterruptCall
 from .schemas import caller_locals, camel, is_model, signature_model, type_hints
 from .types import Part, ToolDefinition
@@ -106,9 +108,15 @@ class ToolContext:
         if self._send_chunk is not None:
             await self._send_chunk(chunk)
 
-    def interrupt(self, data: BaseModel | dict[str, Any] | None = None) -> None:
-        """Pause the turn with `data` (raises `Interrupt`)."""
-        raise Interrupt(data)
+    def interrupt(
+        self,
+        data: BaseModel | dict[str, Any] | None = None,
+        *,
+        expires_in: timedelta | float | None = None,
+        on_expiry: Expiry | str | None = None,
+    ) -> None:
+        """Pause the turn with `data` (raises `Interrupt`; see it for the deadline arguments)."""
+        raise Interrupt(data, expires_in=expires_in, on_expiry=on_expiry)
 
 
 class Tool:
@@ -122,9 +130,13 @@ class Tool:
             ``destructiveHint``, ...), or None.
         approval_info: Extra pause data a `ToolApproval` hold of this tool
             carries (what the approval form shows), or None.
+        expires_in: How long this tool's own pauses wait for an answer, or None (forever).
+        on_expiry: What answers them past the deadline (an `Expiry`; a denial by default).
     """
 
     needs_approval: bool | None = None
+    expires_in: timedelta | None = None
+    on_expiry: Expiry | None = None
     annotations: dict[str, Any] | None = None
     approval_info: dict[str, Any] | None = None
 
@@ -142,6 +154,8 @@ class Tool:
         ctx_param: str | None = None,
         reply_param: str | None = None,
         request_metadata: Callable[[Any], Any] | dict[str, Any] | None = None,
+        expires_in: timedelta | float | None = None,
+        on_expiry: Expiry | str | None = None,
     ) -> None:
         self.fn = fn
         self.name = name
@@ -161,6 +175,8 @@ class Tool:
         self._reply_param = reply_param
         self._request_metadata = request_metadata
         self._definition: ToolDefinition | None = None
+        self.expires_in = check_expires_in(expires_in)
+        self.on_expiry = self._checked_expiry(on_expiry) if on_expiry is not None else None
         if fn is not None:
             functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
@@ -189,6 +205,20 @@ class Tool:
     def approval_needed(self, ctx: ToolContext) -> bool | None:
         """Whether `ToolApproval` must hold this call (`needs_approval` unless a kind knows better)."""
         return self.needs_approval
+
+    def _checked_expiry(self, on_expiry: Expiry | str) -> Expiry:
+        """`on_expiry` for this tool's own pauses, refused now if it could never apply."""
+        return checked_default(on_expiry, tool=self.name, check_output=self.check_output)
+
+    def _with_deadline(self, sig: Interrupt) -> Interrupt:
+        """`sig` with this tool's deadline where the pause gave none (its own checked here)."""
+        if sig.on_expiry is not None:
+            self._checked_expiry(sig.on_expiry)
+        if sig.expires_in is None:
+            sig.expires_in = self.expires_in
+        if sig.on_expiry is None:
+            sig.on_expiry = self.on_expiry
+        return sig
 
     # -- validation ----------------------------------------------------------
     def parse_input(self, raw: Any) -> BaseModel:
@@ -225,7 +255,7 @@ class Tool:
         or whatever the function raises.
         """
         if self.kind == "interrupt":
-            raise Interrupt(self._pause_data(raw_input))
+            raise self._with_deadline(Interrupt(self._pause_data(raw_input)))
         try:
             parsed = self.parse_input(raw_input)
         except ValidationError as exc:
@@ -241,14 +271,17 @@ class Tool:
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         assert self.fn is not None
-        if inspect.iscoroutinefunction(self.fn):
-            result = await self.fn(*args, **kwargs)
-        else:
-            import anyio.to_thread  # loaded with the first sync tool, not with nb_agents
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                result = await self.fn(*args, **kwargs)
+            else:
+                import anyio.to_thread  # loaded with the first sync tool, not with nb_agents
 
-            result = await anyio.to_thread.run_sync(functools.partial(self.fn, *args, **kwargs))
-            if inspect.isawaitable(result):
-                result = await result
+                result = await anyio.to_thread.run_sync(functools.partial(self.fn, *args, **kwargs))
+                if inspect.isawaitable(result):
+                    result = await result
+        except Interrupt as sig:
+            raise self._with_deadline(sig) from None
         return self.dump_output(result)
 
     def _reply(self, resumed: Any) -> Any:
@@ -343,6 +376,8 @@ def define_interrupt(
     input_schema: type[BaseModel] | None = None,
     output_schema: Any = None,
     request_metadata: Callable[[Any], Any] | dict[str, Any] | None = None,
+    expires_in: timedelta | float | None = None,
+    on_expiry: Expiry | str | None = None,
 ) -> Tool:
     """A tool that always pauses the turn and never executes (JS ``defineInterrupt``).
 
@@ -352,6 +387,12 @@ def define_interrupt(
         input_schema: A pydantic model for what the model passes (shown to the human).
         output_schema: The type of the human's answer; a respond is validated against it.
         request_metadata: Pause data, or a function of the raw input returning it.
+        expires_in: How long a pause waits for an answer (a `timedelta` or seconds,
+            positive and finite); None waits forever. The paused part carries the
+            deadline as ``metadata.expiresAt``.
+        on_expiry: What answers a pause nobody answered in time: an `Expiry`
+            (``Expiry.respond(output)``, ``Expiry.deny(message)``) or a denial
+            message; a denial naming the deadline when not given.
 
     Example:
         >>> class Ask(BaseModel):
@@ -359,6 +400,9 @@ def define_interrupt(
         >>> ask = define_interrupt(name="askUser", input_schema=Ask, output_schema=str)
         >>> ask.kind
         'interrupt'
+        >>> from datetime import timedelta
+        >>> confirm = define_interrupt(name="confirm", output_schema=bool,
+        ...                            expires_in=timedelta(hours=1), on_expiry=Expiry.respond(False))
     """
     model = input_schema or create_model(f"{camel(name)}Input")
     return Tool(
@@ -370,16 +414,26 @@ def define_interrupt(
         output_type=output_schema if output_schema is not None else Any,
         kind="interrupt",
         request_metadata=request_metadata,
+        expires_in=expires_in,
+        on_expiry=on_expiry,
     )
 
 
 def resumable_tool(
-    *, name: str | None = None, description: str | None = None, resume: Any
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    resume: Any,
+    expires_in: timedelta | float | None = None,
+    on_expiry: Expiry | str | None = None,
 ) -> Callable[[Callable[..., Awaitable[Any] | Any]], Tool]:
     """A tool that pauses for a typed reply (Go ``DefineResumableTool[In, Out, Res]``).
 
     The function takes ``(input, reply)``: ``reply`` is None on the first call
     and an instance of `resume` once the caller restarts it with a reply.
+    With ``expires_in`` (and ``on_expiry``, as for `define_interrupt`), each pause
+    it raises waits that long; an `Interrupt` raised with its own ``expires_in``
+    or ``on_expiry`` overrides them for that pause.
 
     Example:
         >>> class Reply(BaseModel):
@@ -394,6 +448,7 @@ def resumable_tool(
     """
     if not (is_model(resume) or resume is dict or getattr(resume, "__origin__", None) is dict):
         raise TypeError(f"resumable_tool resume type must be a pydantic model or a dict, got {resume!r}")
+    check_expires_in(expires_in)  # refused at the decorator, before any function is given
 
     localns = caller_locals()
 
@@ -418,6 +473,8 @@ def resumable_tool(
             kind="resumable",
             ctx_param=ctx_param,
             reply_param=reply_param,
+            expires_in=expires_in,
+            on_expiry=on_expiry,
         )
 
     return build

@@ -7,6 +7,7 @@ the tools and an input check) and never imports the facades built on it::
     Invocation (invocation.py)      one call: init -> session, a turn per input, outputs
     ├── load_session (loading.py)   init -> the session a turn starts from
     ├── claim_resume (exactly_once.py)  the compare-and-swap that runs an answer once
+    ├── expire, check_deadlines (expiry.py)  defaults of pauses past their deadline
     ├── keep_alive (heartbeat.py)   the pending row of a turn nobody watches
     ├── StateSigner (signing.py)    HMAC over client-managed state
     └── the handler, e.g. PromptTurn (prompt.py): model calls and tool rounds
@@ -14,9 +15,9 @@ the tools and an input check) and never imports the facades built on it::
         └── validate_resume (resume.py), before anything runs
 """
 
-from .invocation import Invocation, invoke
+from .invocation import Invocation, expire, invoke
 from .prompt import PromptTurn
 from .signing import StateSigner
 from .spec import AgentSpec, InputCheck
 
-__all__ = ["AgentSpec", "InputCheck", "Invocation", "PromptTurn", "StateSigner", "invoke"]
+__all__ = ["AgentSpec", "InputCheck", "Invocation", "PromptTurn", "expire", "StateSigner", "invoke"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._sync import Signal
@@ -33,6 +34,7 @@ from ..types import (
     error_info,
 )
 from .exactly_once import Attempt, Moved, claim_resume
+from .expiry import check_deadlines, due_parts, expiry_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
 from .loading import PreTurnFailureError, load_session, session_of
@@ -42,7 +44,7 @@ from .resume import resume_digest
 from .rule_audit import asks_rule, turn_audit
 from .spec import AgentSpec
 
-__all__ = ["Invocation", "invoke"]
+__all__ = ["Expired", "Invocation", "expire", "invoke"]
 
 _NO_OPTIONS = CallOptions()
 
@@ -91,6 +93,10 @@ class Invocation:
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
+        self.expiring = False  # this invocation applies expired defaults: it never applies them lazily
+        # another answer holds the claim on the paused snapshot (it came in time): an answer to an
+        # expired pause is then judged by that claim (a re-send or retry of it goes on), not refused
+        self.preempted = False
         if start:
             self.start()
 
@@ -168,9 +174,40 @@ class Invocation:
             self.session, self.parent_id, self.owner = await load_session(
                 self.spec, self.init, context=self.options.context, action=action
             )
+            if not self.expiring and due_parts(self.session.messages):
+                await self._expire_first(action)
         except PreTurnFailureError as f:
             return AgentOutput(finish_reason="failed", error=error_info(f.error))
         return None
+
+    async def _expire_first(self, action: Action) -> None:
+        """The session starts on a pause past its deadline: apply its default before this input.
+
+        A message then goes on from where the default left the conversation; an
+        answer stays on the expired pause, where `check_deadlines` refuses it
+        (unless an answer given in time holds the pause: then the claim decides).
+        """
+        if self.store is None or self.parent_id is None:
+            return  # client-managed state: nothing is stored to apply it to; a late answer is refused
+        snap = await self.store.get_snapshot(self.parent_id)
+        if snap is None:
+            return
+        expired = await expire(self.spec, snap)
+        if expired is None:
+            return
+        self.preempted = expired.preempted
+        if action == "resume" or expired.preempted:
+            return
+        out = expired.output
+        if self.init.session_id:
+            init = self.init
+        elif out.snapshot_id and out.finish_reason not in ("failed", "aborted"):
+            init = AgentInit(snapshot_id=out.snapshot_id)
+        else:
+            return
+        self.session, self.parent_id, self.owner = await load_session(
+            self.spec, init, context=self.options.context, action=action
+        )
 
     async def _main(self) -> None:
         try:
@@ -238,6 +275,8 @@ class Invocation:
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
         self._current_input = inp
+        if inp.resume is not None and not self.preempted:
+            check_deadlines(inp.resume, session.messages)  # thrown, before anything is claimed or run
         refused = self._check(inp, session)
         if refused is not None:
             return refused
@@ -265,6 +304,7 @@ class Invocation:
                 parent_id = self.parent_id = lost.snapshot_id
                 refused = self._check(inp, session)
                 if refused is not None:
+                    self.preempted = True  # what this answer answers was answered by the one that went first
                     return refused
             if lost is not None:
                 return lost
@@ -523,6 +563,7 @@ class Invocation:
             return None
         if isinstance(outcome, SessionSnapshot):
             return await self._replay(outcome)
+        self.preempted = True
         return self._output("failed", message=self.session.last_model(), error=error_info(outcome.error))
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
@@ -580,3 +621,37 @@ async def invoke(
         return await inv.run_one(inp)
     inv.send(inp)  # a detach goes on in a task of its own
     return await inv.run_inline()
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """What applying a pause's default came to.
+
+    Attributes:
+        output: The turn the default ran (or, replayed, the one another process ran).
+        preempted: Another answer holds the pause (it came before the deadline): the default did not apply.
+    """
+
+    output: AgentOutput
+    preempted: bool
+
+
+async def expire(spec: AgentSpec, snap: SessionSnapshot) -> Expired | None:
+    """Apply the declared defaults of `snap`'s expired pauses, once across processes; None if none is due.
+
+    The defaults are an ordinary answer (`expiry_resume`), claimed and run as a
+    person's would be: of several processes that notice at once, one runs the
+    turn and the others get its outcome. Only a paused turn (a completed
+    snapshot that ended ``interrupted``) expires.
+    """
+    if snap.status not in (None, "completed") or snap.finish_reason != "interrupted" or snap.state is None:
+        return None
+    resume = expiry_resume(snap.state.messages)
+    if resume is None:
+        return None
+    inv = Invocation(spec, AgentInit(snapshot_id=snap.snapshot_id), start=False)
+    inv.expiring = True
+    # partial: pauses not yet due stay paused; and if another partial answer moved the turn on,
+    # the defaults apply to the turn it left paused
+    out = await inv.run_one(AgentInput(resume=resume, partial=True))
+    return Expired(out, inv.preempted)

@@ -187,7 +187,11 @@ def validate_resume(
         tool = tools.get(resp.name)
         # a call held for approval that the human denies never ran: the answer tells the
         # model so, it is not the tool's output, so the output schema does not apply
-        if tool is not None and not held_for_approval(original):
+        # nor does it to a denial on expiry (checked against the declared default before this)
+        mark = (part.metadata or {}).get("expired")
+        applied = mark.get("applied") if isinstance(mark, dict) else None
+        expired_denial = isinstance(applied, dict) and "deny" in applied
+        if tool is not None and not held_for_approval(original) and not expired_denial:
             try:
                 tool.check_output(resp.output)
             except ValidationError as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InternalError, NbAgentsError
+from ..expiry import Expiry, iso, now
 from ..interrupts import Interrupt
 from ..middleware import Middleware
 from ..session import TurnContext
@@ -47,6 +48,16 @@ class Done:
 @dataclass(slots=True)
 class Paused:
     data: dict[str, Any] | None
+    expires_at: str | None = None  # ``metadata.expiresAt`` of the pause, ISO 8601 UTC
+    on_expiry: dict[str, Any] | None = None  # ``metadata.onExpiry``: the declared default
+
+
+def _paused(sig: Interrupt) -> Paused:
+    """The outcome of a call that raised `sig`, its deadline counted from now."""
+    if sig.expires_in is None:
+        return Paused(sig.data)
+    default = sig.on_expiry if sig.on_expiry is not None else Expiry.deny()
+    return Paused(sig.data, iso(now() + sig.expires_in), default.to_wire())
 
 
 Outcome = Done | Paused
@@ -99,7 +110,7 @@ class ToolRunner:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
             return Done(output, self._by_rule(tctx, turn))
         except Interrupt as sig:
-            return Paused(sig.data)
+            return _paused(sig)
         except ToolFail as fail:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
             return Done({"error": fail.message}, self._by_rule(tctx, turn))
@@ -179,7 +190,9 @@ class ToolRunner:
                 source[i] = "pending"
             elif part.is_interrupt:  # left for later by a partial resume: it stays paused as it was
                 data = meta.get("interrupt")
-                outcomes[i] = Paused(data if isinstance(data, dict) else None)
+                outcomes[i] = Paused(
+                    data if isinstance(data, dict) else None, meta.get("expiresAt"), meta.get("onExpiry")
+                )
         if to_run:
             for i, outcome in zip(run_at, await self.run(to_run, turn, restarted=True), strict=True):
                 outcomes[i] = outcome
@@ -204,8 +217,18 @@ class ToolRunner:
                 resolved.append(part.with_metadata(pendingOutput=None, pendingRule=None))
             else:
                 interrupt = (part.metadata or {}).get("interrupt", True)
+                tr = part.tool_request
+                answer = responds.get((tr.name, tr.ref)) or restarts.get((tr.name, tr.ref))
                 resolved.append(
-                    part.with_metadata(interrupt=None, pendingOutput=None, resolvedInterrupt=interrupt)
+                    part.with_metadata(
+                        interrupt=None,
+                        pendingOutput=None,
+                        resolvedInterrupt=interrupt,
+                        expiresAt=None,
+                        onExpiry=None,
+                        # the history says the call was answered by its default on expiry
+                        expired=(answer.metadata or {}).get("expired") if answer is not None else None,
+                    )
                 )
         tool_msg = Message(
             role="tool",
@@ -240,6 +263,8 @@ def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, O
                     interrupt=out.data if out.data is not None else True,
                     resolvedInterrupt=None,
                     pendingOutput=None,
+                    expiresAt=out.expires_at,
+                    onExpiry=out.on_expiry,
                 )
             )
         elif isinstance(out, Done):
@@ -247,7 +272,12 @@ def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, O
             stash = out.output if out.output is not None else {}
             marked.append(
                 part.with_metadata(
-                    pendingOutput=stash, pendingRule=out.rule, interrupt=None, resolvedInterrupt=None
+                    pendingOutput=stash,
+                    pendingRule=out.rule,
+                    interrupt=None,
+                    resolvedInterrupt=None,
+                    expiresAt=None,
+                    onExpiry=None,
                 )
             )
         else:

@@ -26,7 +26,14 @@ def answer_verb(kind: str, answer: Any) -> str:
     Example:
         >>> answer_verb("restart", {"toolApproved": True}), answer_verb("respond", {"approved": False})
         ('approved', 'denied')
+        >>> answer_verb("expired", {"at": "2026-05-03T14:02:00.000Z", "applied": {"deny": "Too late."}})
+        'expired, denied'
     """
+    if kind == "expired":  # nobody answered in time: the declared default was applied
+        applied = answer.get("applied") if isinstance(answer, dict) else None
+        applied = applied if isinstance(applied, dict) else {}
+        what = "approved" if "approve" in applied else "denied" if "deny" in applied else "answered"
+        return f"expired, {what}"
     if isinstance(answer, dict):
         if answer.get("toolApproved") is True or answer.get("tool_approved") is True:
             return "approved"

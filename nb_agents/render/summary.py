@@ -17,9 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..expiry import describe, expires_at
 from ..interrupts import APPROVAL_PREFIX, held_for_approval
 from ..types import Part
 from ._html import MUTED, NO_TYPESET, badge, details, esc, pre
+from .deadline import deadline_html
 from .markdown import markdown_html
 
 __all__ = ["Summary", "changes", "changes_html", "humanize", "interrupt_summary", "label_for", "summary_html"]
@@ -67,6 +69,8 @@ class Summary:
     rows: list[tuple[str, Any, str]] = field(default_factory=list)  # (label, value, help)
     raw: dict[str, Any] = field(default_factory=dict)
     mcp: dict[str, Any] | None = None  # the MCP server, tool and annotations a pause comes from
+    expires_at: str | None = None  # the pause's deadline (``metadata.expiresAt``), if it has one
+    on_expiry: str | None = None  # what applies at the deadline, in words
 
 
 def _prose(source: Any) -> tuple[str, str | None]:
@@ -119,7 +123,19 @@ def interrupt_summary(
     kind = "approval" if (held if approval is None else approval) else "question"
     mcp = data.get("mcp")
     origin = mcp if isinstance(mcp, dict) and "server" in mcp else None
-    return Summary(tr.name, str(title), kind, question, note.strip(), rows, raw, origin)
+    deadline = expires_at(part)
+    return Summary(
+        tr.name,
+        str(title),
+        kind,
+        question,
+        note.strip(),
+        rows,
+        raw,
+        origin,
+        expires_at=deadline,
+        on_expiry=describe(part, brief=True) if deadline else None,
+    )
 
 
 def value_html(value: Any, depth: int = 0) -> str:
@@ -182,6 +198,8 @@ def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") 
             f"{markdown_html(summary.note)}</div>"
         )
     parts.append(rows_html(summary.rows))
+    if summary.expires_at and state == "waiting":
+        parts.append(deadline_html(summary.expires_at, summary.on_expiry))
     if raw and summary.raw:
         parts.append(details(f'<span style="{MUTED}">Raw JSON</span>', pre(summary.raw), cls="nba-raw"))
     return "".join(parts)

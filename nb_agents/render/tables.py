@@ -99,6 +99,8 @@ def audit_words(rec: AuditRecord) -> str:
     if verb == "approved" and isinstance(rec.answer, dict) and rec.answer.get("always") is True:
         verb = "approved always (this session)"
     extra = ""
+    if rec.kind == "expired":
+        return _expired_words(verb, rec.answer)
     if isinstance(rec.answer, dict):
         reason = rec.answer.get("error") if verb == "denied" else None
         rest = {
@@ -138,6 +140,20 @@ def rules_bundle(rules: Sequence[SessionRule]) -> dict[str, str]:
         f"<thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
     return {"text/plain": "\n".join(lines), "text/html": table}
+
+
+def _expired_words(verb: str, answer: Any) -> str:
+    """A default applied on expiry: "expired at 14:02, denied: Too late." (no time in static mode)."""
+    mark: dict[str, Any] = answer if isinstance(answer, dict) else {}
+    found = mark.get("applied")
+    applied: dict[str, Any] = found if isinstance(found, dict) else {}
+    when = local_time(mark.get("at")) if isinstance(mark.get("at"), str) else ""
+    words = verb.replace("expired", f"expired at {when}", 1) if when else verb
+    if isinstance(applied.get("deny"), str):
+        return f"{words}: {applied['deny']}"
+    if "respond" in applied:
+        return f"{words}: {_short(applied['respond'])}"
+    return words
 
 
 def audit_bundle(records: Sequence[AuditRecord]) -> dict[str, str]:

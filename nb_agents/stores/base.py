@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import StaleClaimError
-from ..types import SessionSnapshot, ToolResume
+from ..types import Part, SessionSnapshot, ToolResume
 
 __all__ = [
     "AuditRecord",
@@ -182,8 +182,10 @@ class AuditRecord:
         child_id: The snapshot of the turn the answer resumed.
         name: The interrupted tool's name.
         ref: The tool call's ref.
-        kind: ``"respond"`` or ``"restart"``.
-        answer: The respond output, or the restart's ``resumed`` value.
+        kind: ``"respond"``, ``"restart"``, or ``"expired"``: nobody answered before the
+            deadline and the declared default was applied.
+        answer: The respond output, or the restart's ``resumed`` value; for ``"expired"``,
+            ``{"at": <deadline>, "applied": {"deny": msg} | {"respond": output} | {"approve": true}}``.
         replaced_input: The new input of a restart that replaced it, else None.
         answered_at: ISO 8601 UTC time.
         answered_by: Who answered, when known: the authenticated principal
@@ -226,6 +228,7 @@ def audit_records(
     for part in resume.respond:
         if part.tool_response is not None:
             tr = part.tool_response
+            expired = _expired(part)
             records.append(
                 AuditRecord(
                     session_id,
@@ -233,12 +236,12 @@ def audit_records(
                     child_id,
                     tr.name,
                     tr.ref,
-                    "respond",
-                    tr.output,
+                    "respond" if expired is None else "expired",
+                    tr.output if expired is None else expired,
                     None,
                     at,
-                    by,
-                    claimed,
+                    by if expired is None else None,
+                    claimed if expired is None else None,
                 )
             )
     for part in resume.restart:
@@ -246,6 +249,7 @@ def audit_records(
             rq = part.tool_request
             pmeta = part.metadata or {}
             replaced = rq.input if "replacedInput" in pmeta else None
+            expired = _expired(part)
             records.append(
                 AuditRecord(
                     session_id,
@@ -253,15 +257,21 @@ def audit_records(
                     child_id,
                     rq.name,
                     rq.ref,
-                    "restart",
-                    pmeta.get("resumed"),
+                    "restart" if expired is None else "expired",
+                    pmeta.get("resumed") if expired is None else expired,
                     replaced,
                     at,
-                    by,
-                    claimed,
+                    by if expired is None else None,
+                    claimed if expired is None else None,
                 )
             )
     return records
+
+
+def _expired(part: Part) -> dict[str, Any] | None:
+    """An answer's ``metadata.expired`` (a default applied on expiry: its deadline and default), or None."""
+    mark = (part.metadata or {}).get("expired")
+    return mark if isinstance(mark, dict) else None
 
 
 @runtime_checkable

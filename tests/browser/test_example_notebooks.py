@@ -25,6 +25,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 FORMS = {
     "approval-rules.ipynb": ("Read table", "Approve always"),
     "banking-approval.ipynb": ("User approval", "Approve"),
+    "deadlines.ipynb": ("Transfer money", "Approve"),
     "edit-and-restart.ipynb": ("Transfer money", "Edit arguments"),
     "multiple-interrupts.ipynb": ("Delete file", "Continue"),
     "quickstart.ipynb": ("Transfer money", "Approve"),
