@@ -17,7 +17,10 @@ the agent's audit trail when the agent is local.
 Once the turn is finished (nothing left to ask), the view *settles*: the forms
 give way to a record (the question, the answer, who, when, the reply), and a
 view displayed in a cell replaces its output with that record, so a saved
-notebook reads without a kernel.
+notebook reads without a kernel. When the pause can be forked (a local agent
+with a store), the settled view stays live instead, with a "Try another
+answer" button (`ForkPanel`): a fork of the pause, a fresh form for it, and
+the two continuations side by side once the fork's turn is done.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
-from ._bundle import WithStaticFallback
+from ._bundle import OUTPUT_METADATA, WithStaticFallback
 from ._tasks import spawn
 from .elicitation import ElicitationForm, is_elicitation
+from .forking import ForkPanel, can_fork
 from .forms import InterruptForm
 from .identity import local_user
 from .progress import progress_bars
@@ -112,6 +116,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.outcome = ""
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
         self.answered_at: datetime | None = None
+        self.fork_panel: ForkPanel | None = None  # "Try another answer", once the turn is done
         self.header = widgets.HTML(value=self._waiting_line())
         self.head = widgets.HTML(
             value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False)
@@ -314,9 +319,22 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             word = "answered" if self.state == "stale" else "done"
             self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
             records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
-            self.children = [self.header, self.head, *records, self.status, self.continuation, self.footer]
+            if self.state == "done" and self.fork_panel is None and can_fork(self):
+                self.fork_panel = ForkPanel(self)
+            panel = [self.fork_panel] if self.fork_panel is not None else []
+            self.children = [
+                self.header,
+                self.head,
+                *records,
+                self.status,
+                self.continuation,
+                *panel,
+                self.footer,
+            ]
             self.retry_button.layout.display = "none"
-        if self.displayed:
+        if self.displayed and self.fork_panel is not None:
+            self.refresh_record()  # it stays live: another answer can be tried
+        elif self.displayed:
             self.show_record()
         if self.on_settle is not None:
             self.on_settle(self)
@@ -328,6 +346,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
     def _static_bundle(self) -> dict[str, Any]:
         return turn_record_bundle(self)
+
+    def refresh_record(self) -> None:
+        """Update the record in this view's cell output (what a saved notebook shows), keeping the widget."""
+        for handle in self.__dict__.get("_nba_handles", []):
+            handle.update(self._repr_mimebundle_(), raw=True, metadata=OUTPUT_METADATA)
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"

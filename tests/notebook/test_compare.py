@@ -101,3 +101,56 @@ def test_diff_html_escapes_and_marks_words() -> None:
     assert "<b>" not in out and "<script>" not in out and "&lt;" in out
     assert re.findall(r"<del[^>]*>(.*?)</del>", out) == ["b", "bold", "b"]
     assert re.findall(r"<ins[^>]*>(.*?)</ins>", out) == ["script", "x", "script"]
+
+
+# -- "Try another answer" on an answered form ------------------------------------------------
+async def test_try_another_answer_forks_the_pause_and_compares_the_branches() -> None:
+    from widget_helpers import html_of
+
+    from nb_agents.notebook import TurnView
+
+    ran: list[int] = []
+
+    @nba.tool(name="transferMoney")
+    async def transfer(amount: int, memo: str) -> str:
+        ran.append(amount)
+        return f"sent {amount} {memo}"
+
+    store = nba.InMemorySessionStore()
+    agent = nba.define_agent(
+        "bank",
+        model=FunctionModel(_reply),
+        tools=[transfer],
+        store=store,
+        use=[ToolApproval(allowed_tools=[])],
+    )
+    chat = agent.chat()
+    paused = await chat.send("send $500 to bob")
+    view = TurnView(paused, chat)
+    assert view.fork_panel is None  # nothing answered yet: nothing to try instead
+    view.forms[0].approve_button.click()
+    await view.task
+    assert view.state == "done" and ran == [500]
+    panel = view.fork_panel
+    assert panel is not None and panel in view.children
+    assert panel.button.description == "Try another answer"
+
+    panel.button.click()
+    branch = await panel.task
+    assert branch is not None and branch.state == "waiting" and len(branch.forms) == 1
+    assert branch.chat is not None and branch.chat.session_id != paused.session_id
+    assert [r.fork_of for r in await agent.forks(paused.session_id or "")] == [paused.snapshot_id]
+    branch.forms[0].deny_button.click()
+    await branch.task
+    assert branch.state == "done" and ran == [500]  # denied in the fork: the tool did not run again
+    assert len(panel.comparisons) == 1
+    shown = html_of(panel)
+    assert "This answer" in shown and "Another answer" in shown and "nba-compare" in shown
+    assert "<img" not in shown
+    # the record a saved notebook keeps holds the fork and the comparison too
+    record = view.record_html()
+    assert "Another answer" in record and "nba-compare" in record and "<img" not in record
+    # a second try makes a second fork
+    panel.button.click()
+    assert (await panel.task) is not None and len(panel.branches) == 2
+    assert len(await agent.forks(paused.session_id or "")) == 2
