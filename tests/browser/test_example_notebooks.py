@@ -25,6 +25,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 FORMS = {
     "banking-approval.ipynb": ("User approval", "Approve"),
     "edit-and-restart.ipynb": ("Transfer money", "Edit arguments"),
+    "forks.ipynb": ("Transfer money", "Approve"),
     "multiple-interrupts.ipynb": ("Delete file", "Continue"),
     "quickstart.ipynb": ("Transfer money", "Approve"),
     "real-models.ipynb": ("Transfer money", "Approve"),
