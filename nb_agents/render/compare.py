@@ -3,7 +3,8 @@
 `Comparison` reads two histories (of responses or chats, typically a chat and
 its fork): the messages they share up to the pause, then for each branch the
 answer given to each interrupted call, the tool calls that ran with their
-results, the replies, and a word diff of the two final texts. It renders as
+results, the replies, and a word diff of the two final texts (each shown
+with the words only it says highlighted). It renders as
 escaped HTML (two columns) and plain text, without widgets; ids appear only
 under "Details" and never in static mode.
 
@@ -29,14 +30,21 @@ from .turns import _short, interrupt_html, tool_result_html
 
 __all__ = ["Answer", "Branch", "Comparison", "diff_html", "paused_calls", "shared_prefix"]
 
-_COL = "vertical-align:top;padding:6px 10px;border-top:1px solid var(--jp-border-color2,#ddd);width:50%"
+_COL = (
+    "text-align:left;vertical-align:top;padding:6px 10px;border-top:1px solid var(--jp-border-color2,#ddd);"
+    "width:50%"
+)
 _HEAD = "text-align:left;padding:6px 10px;font-weight:600"
 _ROW = (
     "text-align:left;vertical-align:top;padding:6px 10px 6px 0;"
     "border-top:1px solid var(--jp-border-color2,#ddd);"
 )
-_DEL = "background:rgba(198,40,40,.15);color:var(--jp-error-color1,#b71c1c);text-decoration:line-through"
-_INS = "background:rgba(46,125,50,.15);color:var(--jp-success-color1,#1b5e20);text-decoration:none"
+_DEL = "background:rgba(198,40,40,.16);color:inherit;text-decoration:none;border-radius:3px;padding:0 1px"
+_INS = "background:rgba(46,125,50,.18);color:inherit;text-decoration:none;border-radius:3px;padding:0 1px"
+_DIFF_TEXT = (
+    "text-align:left;vertical-align:top;padding:4px 10px;white-space:pre-wrap;line-height:1.5;"
+    "border-top:1px solid var(--jp-border-color2,#ddd)"
+)
 _TONE = {"approved": "ok", "denied": "no", "answered": "info", "waiting": "wait"}
 
 
@@ -117,38 +125,64 @@ def _tokens(text: str) -> list[str]:
     return re.findall(r"\s+|\w+|[^\w\s]", text)
 
 
-def diff_html(a: str, b: str) -> str:
-    """A word diff of two texts: what only `a` says struck through, what only `b` says marked.
+def _chunks(a: str, b: str) -> list[tuple[bool, str, str]]:
+    """The two texts as ``(same, a's words, b's words)`` runs, word by word.
 
-    Example:
-        >>> diff_html("Sent $500.", "Cancelled $500.").count("<del")
-        1
+    A change next to a change is one change, also across a lone space or a
+    punctuation mark between them ("Done: sent" against "Nothing: not"), so
+    that each side reads as phrases rather than as confetti.
     """
     ta, tb = _tokens(a), _tokens(b)
-    chunks: list[tuple[bool, str, str]] = []  # (same, a's text, b's text)
+    chunks: list[tuple[bool, str, str]] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
         same, old, new = op == "equal", "".join(ta[i1:i2]), "".join(tb[j1:j2])
         if chunks and not same and not chunks[-1][0]:
             chunks[-1] = (False, chunks[-1][1] + old, chunks[-1][2] + new)
-        elif (
-            len(chunks) >= 2 and not same and chunks[-1][0] and chunks[-1][1].isspace() and not chunks[-2][0]
-        ):
-            # a lone space between two changes reads better inside one change than as two
-            ws = chunks.pop()[1]
-            chunks[-1] = (False, chunks[-1][1] + ws + old, chunks[-1][2] + ws + new)
+        elif not same and len(chunks) >= 2 and chunks[-1][0] and _glue(chunks[-1][1]) and not chunks[-2][0]:
+            glue = chunks.pop()[1]
+            chunks[-1] = (False, chunks[-1][1] + glue + old, chunks[-1][2] + glue + new)
         else:
             chunks.append((same, old, new))
-    out: list[str] = []
-    for same, old, new in chunks:
-        if same:
-            out.append(esc(old))
-            continue
-        if old:
-            out.append(f'<del style="{_DEL}">{esc(old)}</del>')
-        if new:
-            out.append(f'<ins style="{_INS}">{esc(new)}</ins>')
-    body = "".join(out) or f'<span style="{MUTED}">(no text in either)</span>'
-    return f'<div class="nba-diff {NO_TYPESET}" style="white-space:pre-wrap;line-height:1.5">{body}</div>'
+    return chunks
+
+
+def _glue(text: str) -> bool:
+    return len(text) <= 3 and not any(c.isalnum() for c in text)
+
+
+def _side(chunks: list[tuple[bool, str, str]], which: int, tag: str, style: str) -> str:
+    out = []
+    for chunk in chunks:
+        words = chunk[which]
+        if chunk[0]:
+            out.append(esc(words))
+        elif words:
+            out.append(f'<{tag} style="{style}">{esc(words)}</{tag}>')
+    return "".join(out) or f'<span style="{MUTED}">(no text)</span>'
+
+
+def diff_html(a: str, b: str, *, labels: tuple[str, str] = ("A", "B")) -> str:
+    """Two texts one above the other, each with the words only it says highlighted.
+
+    `a`'s own words are marked as deleted (``<del>``), `b`'s as inserted
+    (``<ins>``); the words both say are plain.
+
+    Example:
+        >>> out = diff_html("Sent $500.", "Cancelled $500.")
+        >>> out.count("<del"), out.count("<ins")
+        (1, 1)
+    """
+    chunks = _chunks(a, b)
+    rows = []
+    for label, which, tag, style, cls in ((labels[0], 1, "del", _DEL, "a"), (labels[1], 2, "ins", _INS, "b")):
+        rows.append(
+            f'<tr class="nba-diff-{cls}"><th style="{_ROW}{MUTED}">{esc(label)}</th>'
+            f'<td class="{NO_TYPESET}" style="{_DIFF_TEXT}">{_side(chunks, which, tag, style)}</td></tr>'
+        )
+    return (
+        '<table class="nba-diff" style="border-collapse:collapse;width:100%;table-layout:fixed">'
+        f'<colgroup><col style="width:7em"><col></colgroup>{"".join(rows)}</table>'
+    )
 
 
 class Comparison:
@@ -262,10 +296,9 @@ class Comparison:
             f"{self._cells('Reply', self._replies_html)}</table>"
         )
         diff = (
-            f'<div style="margin-top:8px"><b>Final text</b> <span style="{MUTED}">'
-            f'(<del style="{_DEL}">only in {esc(self.a.label)}</del> '
-            f'<ins style="{_INS}">only in {esc(self.b.label)}</ins>)</span></div>'
-            f"{diff_html(self.a.final_text, self.b.final_text)}"
+            f'<div style="margin-top:10px"><b>Final text</b> <span style="{MUTED}">(highlighted: what '
+            "only that branch says)</span></div>"
+            f"{diff_html(self.a.final_text, self.b.final_text, labels=(self.a.label, self.b.label))}"
         )
         ids = ids_details(
             **{

@@ -74,11 +74,13 @@ async def test_the_two_branches_show_their_answers_tools_replies_and_a_diff() ->
     assert "no tool ran" in _cell(html, "nba-branch-b", 1)
     assert "Sent $500 to bob." in _cell(html, "nba-branch-a", 2)
     assert "Cancelled: nothing was sent to bob." in _cell(html, "nba-branch-b", 2)
-    # the final texts' diff: what only the original says struck, what only the fork says marked
-    (diff,) = re.findall(r'<div class="nba-diff[^"]*"[^>]*>(.*?)</div>', html, flags=re.S)
-    assert re.search(r"<del[^>]*>Sent \$500</del>", diff)
-    assert re.search(r"<ins[^>]*>Cancelled: nothing was sent</ins>", diff)
-    assert " to bob" in re.sub(r"<(del|ins)[^>]*>.*?</\1>", "", diff)
+    # the final texts' diff: each text with the words only it says highlighted
+    (row_a,) = re.findall(r'<tr class="nba-diff-a">(.*?)</tr>', html, flags=re.S)
+    (row_b,) = re.findall(r'<tr class="nba-diff-b">(.*?)</tr>', html, flags=re.S)
+    assert re.findall(r"<del[^>]*>(.*?)</del>", row_a)[0] == "Sent $500"
+    assert re.findall(r"<ins[^>]*>(.*?)</ins>", row_b) == ["Cancelled: nothing was sent"]
+    assert "<ins" not in row_a and "<del" not in row_b
+    assert " to bob" in re.sub(r"<(del|ins)[^>]*>.*?</\1>", "", row_a)
     # model and tool text is escaped everywhere: no tag of theirs survives
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     text = view._repr_mimebundle_()["text/plain"]
@@ -97,10 +99,10 @@ async def test_labels_and_chats() -> None:
 
 
 def test_diff_html_escapes_and_marks_words() -> None:
-    out = diff_html("keep <b>bold</b>", "keep <script>x</script>")
-    assert "<b>" not in out and "<script>" not in out and "&lt;" in out
-    assert re.findall(r"<del[^>]*>(.*?)</del>", out) == ["b", "bold", "b"]
-    assert re.findall(r"<ins[^>]*>(.*?)</ins>", out) == ["script", "x", "script"]
+    out = diff_html("keep <b>bold</b>", "keep <script>x</script>", labels=("one", "<two>"))
+    assert "<b>" not in out and "<script>" not in out and "<two>" not in out and "&lt;two&gt;" in out
+    assert re.findall(r"<del[^>]*>(.*?)</del>", out) == ["b&gt;bold&lt;/b"]
+    assert re.findall(r"<ins[^>]*>(.*?)</ins>", out) == ["script&gt;x&lt;/script"]
 
 
 # -- "Try another answer" on an answered form ------------------------------------------------
