@@ -314,13 +314,20 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.state = "done" if self.child is None or self.child.settled else self.state
         if not self.settled:
             return
-        if self.child is None or self.child.settled:
+        here = self.child is None or self.child.settled
+        if here and self.state == "done" and self.fork_panel is None and can_fork(self):
+            self.fork_panel = ForkPanel(self)
+        # the cell's record first, before the live view says it is done: a notebook saved
+        # from the moment it does keeps the record
+        if self.displayed and self.fork_panel is not None:
+            self.refresh_record()  # it stays live: another answer can be tried
+        elif self.displayed:
+            self.show_record()
+        if here:
             tone = "muted" if self.state == "stale" else "ok"
             word = "answered" if self.state == "stale" else "done"
             self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
             records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
-            if self.state == "done" and self.fork_panel is None and can_fork(self):
-                self.fork_panel = ForkPanel(self)
             panel = [self.fork_panel] if self.fork_panel is not None else []
             self.children = [
                 self.header,
@@ -332,10 +339,6 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 self.footer,
             ]
             self.retry_button.layout.display = "none"
-        if self.displayed and self.fork_panel is not None:
-            self.refresh_record()  # it stays live: another answer can be tried
-        elif self.displayed:
-            self.show_record()
         if self.on_settle is not None:
             self.on_settle(self)
 
