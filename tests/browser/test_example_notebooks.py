@@ -27,6 +27,7 @@ FORMS = {
     "edit-and-restart.ipynb": ("Transfer money", "Edit arguments"),
     "forks.ipynb": ("Transfer money", "Approve"),
     "multiple-interrupts.ipynb": ("Delete file", "Continue"),
+    "partial-answers.ipynb": ("Pay invoice", "Approve"),
     "quickstart.ipynb": ("Transfer money", "Approve"),
     "real-models.ipynb": ("Transfer money", "Approve"),
     "tool-approval.ipynb": ("Send email", "Approve"),
