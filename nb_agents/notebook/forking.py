@@ -71,7 +71,7 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
             description="Try another answer",
             icon="code-fork",
             tooltip="Fork this pause and answer it differently (the answer above stays as it is)",
-            layout=widgets.Layout(width="auto"),
+            layout=widgets.Layout(width="auto", align_self="flex-start"),
         )
         self.button.on_click(lambda _b: self.try_another())
         self.status = widgets.HTML()

@@ -240,8 +240,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self._sent.add(form)
         self.stream.value = self._tools
         if self._same_pause(res):
+            said = answer.label[:1].upper() + answer.label[1:]
             form.status.value = _status(
-                "ok", "answered", "Answered · the turn resumes when the last is answered"
+                "ok", "answered", f"{said} · the turn resumes when the last is answered"
             )
             self.header.value = self._waiting_line()
             return res
