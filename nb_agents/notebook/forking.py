@@ -89,8 +89,6 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
         return self.task
 
     async def _fork(self) -> TurnView | None:
-        from .view import TurnView  # the panel sits inside a view: import it when used
-
         view = self.view
         try:
             chat = await _fork_chat(view)
@@ -100,7 +98,8 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
             return None
         assert chat.last is not None
         n = len(self.branches) + 1
-        branch = TurnView(chat.last, chat, answered_by=view.answered_by, on_settle=self._branch_settled)
+        # a view of the same kind as the one answered (the panel never imports the view's module)
+        branch = type(view)(chat.last, chat, answered_by=view.answered_by, on_settle=self._branch_settled)
         self.branches.append(branch)
         head = widgets.HTML(
             value=f'<div style="{MUTED}"><b>Another answer</b> (fork {n}: the same pause, answered anew)'
