@@ -189,3 +189,28 @@ def test_fork_sync_and_client_managed_state() -> None:
     assert ran == [500]
     with pytest.raises(nba.FailedPreconditionError, match="not paused"):
         chat.fork_sync()
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_a_fork_keeps_its_owner_and_agent(kind: str, tmp_path: Path) -> None:
+    store = make_store(kind, tmp_path)
+    agent, ran = bank(store)
+    ana, bob = {"auth": {"uid": "ana"}}, {"auth": {"uid": "bob"}}
+    chat = agent.chat()
+    paused = await chat.send("send $500 to bob", context=ana)
+    with pytest.raises(nba.NotFoundError):
+        await chat.fork(context=bob)  # another principal's pause reads as unknown
+    fork = await chat.fork(context=ana)
+    row = await agent.get_snapshot(fork.snapshot_id, context=ana)
+    assert row is not None and (row.owner, row.agent) == ("ana", "bank")
+    assert await agent.get_snapshot(fork.snapshot_id, context=bob) is None
+    assert await agent.forks(paused.session_id or "", context=bob) == []
+    assert [r.snapshot_id for r in await agent.forks(paused.session_id or "", context=ana)] == [
+        row.snapshot_id
+    ]
+    other = nba.define_agent("other", model=FunctionModel(_reply), store=store)
+    with pytest.raises(nba.NotFoundError):
+        await other.fork(paused.snapshot_id)  # another agent's session, even on a shared store
+    assert fork.last is not None
+    res = await fork.resume(respond=[deny(fork.last)], context=ana)
+    assert res.text == "Cancelled: nothing was sent." and ran == []
