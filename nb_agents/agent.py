@@ -17,17 +17,19 @@ from typing import Any
 
 from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, expire, invoke
 from ._engine.expiry import due_parts
+from ._engine.forking import fork_snapshot, forks_of
 from ._engine.limits import check_id
 from ._engine.loading import walk_back
 from ._engine.ownership import Action, Authorize, principal_of, visible
 from ._sync import twin
-from .chat import make_init
+from .chat import Chat, make_init
 from .connection import AgentConnection
 from .endpoint import BaseAgent
 from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
+from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
 from .stores.base import AuditRecord, SessionStore, now_iso
@@ -398,12 +400,71 @@ class Agent(BaseAgent):
             raise NotFoundError(f"Session {session_id} has no approval rule {rule_id!r} (it was revoked).")
         return SessionRule.from_dict(found)
 
+    async def fork(
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        key: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> Chat:
+        """Copy a paused turn into a fork of its own and return a chat on it (see `Chat.fork`).
+
+        Give the paused snapshot's id (a response's ``snapshot_id``), also of a
+        pause that was answered already, or a `session_id` whose latest
+        snapshot is paused. The fork lives in a new session,
+        ``<session>~fork-<id>``, with the original's agent and owner: a
+        session of its own (not a branch in the original session) so that the
+        original stays its session's latest snapshot, and both pauses are
+        listed by `pending` and continuable by session id. The same `key`
+        from the same pause gives the same fork (it is written once).
+
+        Raises:
+            NotFoundError: No such snapshot (or, with a `context`, one the caller may not resume).
+            FailedPreconditionError: It is not a paused turn, or the agent has no store.
+
+        Example:
+            >>> other = await agent.fork(res.snapshot_id)                # doctest: +SKIP
+            >>> other.last.interrupts[0].name                            # doctest: +SKIP
+            'transferMoney'
+        """
+        row = await fork_snapshot(self.spec, snapshot_id, session_id=session_id, key=key, context=context)
+        assert row.state is not None
+        state = row.state.model_copy(deep=True)
+        chat = Chat(self, snapshot_id=row.snapshot_id, session_id=row.session_id)
+        chat.messages = list(state.messages)
+        chat.custom = state.custom
+        chat.artifacts = list(state.artifacts)
+        out = AgentOutput(
+            message=state.messages[-1],
+            finish_reason="interrupted",
+            snapshot_id=row.snapshot_id,
+            session_id=row.session_id,
+        )
+        chat.last = AgentResponse(out, custom=state.custom, chat=chat)
+        chat.last.messages = list(chat.messages)
+        return chat
+
+    async def forks(self, session_id: str, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
+        """The forks made from a session's snapshots: each fork's first row, oldest first.
+
+        A fork's row names the snapshot it was copied from (``fork_of``); reopen
+        one with ``agent.chat(session_id=row.session_id)`` (its latest turn) or
+        ``agent.chat(snapshot_id=row.snapshot_id)`` (its pause). Forks of a fork
+        are listed under the fork's session. With a request `context`, only
+        those the caller may read.
+        """
+        self._require_store("forks")
+        return await forks_of(self.spec, session_id, context=context)
+
     pending_sync = twin(pending)
     expire_due_sync = twin(expire_due)
     audit_sync = twin(audit)
     rules_sync = twin(rules)
     revoke_rule_sync = twin(revoke_rule)
     aclose_sync = twin(aclose)
+    fork_sync = twin(fork)
+    forks_sync = twin(forks)
 
 
 def define_agent(

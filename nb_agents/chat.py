@@ -393,6 +393,65 @@ class Chat:
         """Revoke one of this conversation's approval rules (`Agent.revoke_rule`)."""
         return await self._rules_agent("revoke_rule").revoke_rule(self.session_id, rule_id)
 
+    # -- forks ----------------------------------------------------------------------
+    async def fork(self, *, key: str | None = None, context: dict[str, Any] | None = None) -> Chat:
+        """A new chat on a copy of this chat's paused turn, to answer it differently.
+
+        The paused turn's answer takes effect once (a different answer to it is
+        refused), so a fork copies the pause into a snapshot of its own, in a
+        session of its own (``<session>~fork-<id>``) that keeps the session's
+        agent and owner; its record names the snapshot it was forked from
+        (``fork_of``). Answer each chat its own way: each branch runs its tools
+        once, both stay stored, listed (`forks`) and reopenable
+        (``agent.chat(session_id=fork.session_id)``). A fork made again with
+        the same `key` from the same pause is the same fork (a retried call
+        writes once); without a key every call makes a new fork. With
+        client-managed state the fork is a chat on a copy of the state blob.
+
+        Raises:
+            FailedPreconditionError: The chat's latest turn is not paused, or its
+                agent cannot fork (a remote agent).
+
+        Example:
+            >>> res = await chat.send("Transfer $500")                  # doctest: +SKIP
+            >>> other = await chat.fork()                                # doctest: +SKIP
+            >>> await chat.resume(restart=[res.interrupts[0].approve()])  # doctest: +SKIP
+            >>> no = other.last.interrupts[0].respond({"approved": False})  # doctest: +SKIP
+            >>> await other.resume(respond=[no])                          # doctest: +SKIP
+        """
+        if self._state is not None and not self.snapshot_id:
+            msgs = self._state.messages
+            if not (msgs and msgs[-1].role == "model" and msgs[-1].interrupts()):
+                raise FailedPreconditionError("Cannot fork this chat: its latest turn is not paused.")
+            copied = Chat(self.agent, state=self._state.model_copy(deep=True))
+            copied.last = self.last
+            return copied
+        fork = getattr(self.agent, "fork", None)
+        if fork is None:
+            raise FailedPreconditionError(
+                f"Cannot fork this chat: agent '{self.agent.name}' does not fork (a remote agent); "
+                "fork with the agent object that owns the store"
+            )
+        if not self.snapshot_id and not self.session_id:
+            raise FailedPreconditionError("Cannot fork this chat: it has no turn yet (send a message first).")
+        if self.snapshot_id:
+            other: Chat = await fork(self.snapshot_id, key=key, context=context)
+        else:
+            other = await fork(session_id=self.session_id, key=key, context=context)
+        return other
+
+    async def forks(self, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
+        """The forks made from this chat's session: each fork's first row, oldest first (see `fork`)."""
+        forks = getattr(self.agent, "forks", None)
+        session_id = self.session_id
+        if forks is not None and not session_id and self.snapshot_id:
+            snap = await self.agent.get_snapshot(self.snapshot_id, context=context)
+            session_id = snap.session_id if snap is not None else None
+        if forks is None or not session_id:
+            return []
+        found: list[SessionSnapshot] = await forks(session_id, context=context)
+        return found
+
     # -- sync twins ------------------------------------------------------------------
     send_sync = twin(send)
     resume_sync = twin(resume)
@@ -401,6 +460,8 @@ class Chat:
     abort_sync = twin(abort)
     rules_sync = twin(rules)
     revoke_rule_sync = twin(revoke_rule)
+    fork_sync = twin(fork)
+    forks_sync = twin(forks)
 
     def send_stream_sync(
         self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None

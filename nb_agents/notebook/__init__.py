@@ -2,7 +2,8 @@
 
 `TurnView` is what a response shows in a cell: a form per interrupt and the
 continuation streamed below; `ChatWidget` is a chat box with inline forms;
-`pending` redraws every waiting form after a kernel restart. Importing this
+`pending` redraws every waiting form after a kernel restart; `compare` shows
+two continuations of one pause (a chat and its fork) side by side. Importing this
 package imports ipywidgets; ``import nb_agents`` alone never does.
 
 This package is nb_agents' display plugin (entry point group
@@ -18,6 +19,7 @@ Example:
 from .._display import register
 from ..responses import AgentResponse
 from .chat_widget import ChatWidget
+from .compare import Comparison, compare
 from .fields import Field, FieldError, schema_field
 from .forms import Answer, InterruptForm, is_approval_shaped
 from .pending import PendingView, apending, pending
@@ -26,12 +28,14 @@ from .view import TurnView
 __all__ = [
     "Answer",
     "ChatWidget",
+    "Comparison",
     "Field",
     "FieldError",
     "InterruptForm",
     "PendingView",
     "TurnView",
     "apending",
+    "compare",
     "is_approval_shaped",
     "pending",
     "register_display",

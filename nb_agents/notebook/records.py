@@ -116,6 +116,10 @@ def _record(view: TurnView) -> tuple[str, str]:
         else:
             html.append(output_html(view.result.raw, tools=True, box=False, known_tools=view.tools))
             lines.append(output_text(view.result.raw))
+    panel = getattr(view, "fork_panel", None)
+    if panel is not None and panel.branches:
+        html.append(panel.record_html())
+        lines.extend(f"Another answer (fork {n}): {b.outcome}" for n, b in enumerate(panel.branches, 1))
     if view.answered_by and state != "stale":
         html.append(f'<div style="{MUTED}">Answered in this notebook by {esc(view.answered_by)}.</div>')
     return "".join(html), "\n".join(lines)

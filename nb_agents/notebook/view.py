@@ -17,7 +17,10 @@ the agent's audit trail when the agent is local.
 Once the turn is finished (nothing left to ask), the view *settles*: the forms
 give way to a record (the question, the answer, who, when, the reply), and a
 view displayed in a cell replaces its output with that record, so a saved
-notebook reads without a kernel.
+notebook reads without a kernel. When the pause can be forked (a local agent
+with a store), the settled view stays live instead, with a "Try another
+answer" button (`ForkPanel`): a fork of the pause, a fresh form for it, and
+the two continuations side by side once the fork's turn is done.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
-from ._bundle import WithStaticFallback
+from ._bundle import OUTPUT_METADATA, WithStaticFallback
 from ._tasks import spawn
 from .elicitation import ElicitationForm, is_elicitation
+from .forking import ForkPanel, can_fork
 from .forms import InterruptForm
 from .identity import local_user
 from .progress import progress_bars
@@ -51,6 +55,13 @@ __all__ = ["TurnView", "agent_tools"]
 def agent_tools(chat: Chat | None) -> dict[str, Tool]:
     """The tools of a chat's agent by name; empty when unknown (a remote agent)."""
     return {k: v for k, v in tools_of(chat).items() if isinstance(v, Tool)}
+
+
+def _follow(chat: Chat, other: Chat) -> None:
+    """Move `chat` to where `other` went (the chat a view was given follows its turn)."""
+    chat.snapshot_id, chat.session_id = other.snapshot_id, other.session_id
+    chat.messages, chat.custom, chat.artifacts = list(other.messages), other.custom, list(other.artifacts)
+    chat.last = other.last
 
 
 def _status(tone: str, word: str, text: str) -> str:
@@ -116,6 +127,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.outcome = ""
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
         self.answered_at: datetime | None = None
+        self.fork_panel: ForkPanel | None = None  # "Try another answer", once the turn is done
+        self._sent: set[Any] = set()  # the forms whose answers took effect (partial answers)
+        self._tools = ""  # the tool rows streamed so far by the partial answers
         self.header = widgets.HTML(value=self._waiting_line())
         self.head = widgets.HTML(
             value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False)
@@ -143,13 +157,117 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         n = len(self.forms)
         if not n:
             return ""
-        what = "your answer" if n == 1 else f"your answers ({n} questions, sent together)"
-        return _status("wait", "waiting", f"Waiting for {what}")
+        if n == 1:
+            return _status("wait", "waiting", "Waiting for your answer")
+        if not self.partial:
+            return _status("wait", "waiting", f"Waiting for your answers ({n} questions, sent together)")
+        left = n - len(self._sent)
+        done = f"{len(self._sent)} of {n} answered; " if self._sent else f"{n} questions: "
+        return _status(
+            "wait",
+            "waiting",
+            f"Waiting for your answers ({done}each is sent as you answer it, "
+            f"and the turn resumes when the last is answered)"
+            if left
+            else "Sending…",
+        )
+
+    @property
+    def partial(self) -> bool:
+        """Whether each form of this turn answers on its own (``resume(partial=True)``).
+
+        So it is for a turn paused on several interrupts of a stored session; a
+        client-managed one (its state travels with each answer) answers them together.
+        """
+        return len(self.forms) > 1 and bool(self.response.snapshot_id)
 
     # -- answering ---------------------------------------------------------------------
     def _on_answer(self, form: InterruptForm) -> None:
-        if all(f.answer is not None for f in self.forms):
+        if self.partial:
+            self.send_one(form)
+        elif all(f.answer is not None for f in self.forms):
             self.submit()
+
+    def send_one(self, form: InterruptForm) -> asyncio.Task[AgentResponse | None] | None:
+        """Send one form's answer alone (a partial resume); the turn goes on once the last is in."""
+        if form.answer is None or form in self._sent or self.chat is None:
+            return None
+        form.lock()
+        self.answered_at = datetime.now(UTC)
+        form.status.value = _status("info", "sending", "Sending this answer…")
+        self.task = spawn(self._resume_one(form))
+        return self.task
+
+    def _keys(self, forms: list[Any]) -> set[tuple[str, str | None]]:
+        return {(f.interrupt.name, f.interrupt.ref) for f in forms}
+
+    def _same_pause(self, res: AgentResponse) -> bool:
+        """Whether `res` is this turn still paused on some of its calls (not a new pause)."""
+        if res.finish_reason != "interrupted" or not res.interrupts or res.message is None:
+            return False
+        calls = [
+            (p.tool_request.name, p.tool_request.ref) for p in res.message.tool_requests if p.tool_request
+        ]
+        mine = self.response.message
+        asked = (
+            [(p.tool_request.name, p.tool_request.ref) for p in mine.tool_requests if p.tool_request]
+            if mine
+            else []
+        )
+        return calls == asked and {(i.name, i.ref) for i in res.interrupts} <= self._keys(self.forms)
+
+    async def _resume_one(self, form: InterruptForm) -> AgentResponse | None:
+        assert self.chat is not None and form.answer is not None
+        answer = form.answer
+        # every answer goes from the pause itself: the store moves it on from whichever went first
+        chat = Chat(self.chat.agent, snapshot_id=self.response.snapshot_id)
+        respond = [answer.part] if answer.kind == "respond" else []
+        restart = [answer.part] if answer.kind == "restart" else []
+        meta = {"answeredBy": self.answered_by} if self.answered_by else None
+        text = ""
+        bars: dict[tuple[str, str, str], str] = {}
+        try:
+            turn = chat.resume_stream(respond, restart, meta, partial=True)
+            async for chunk in turn:
+                text += chunk.text
+                mc = chunk.model_chunk
+                if mc is not None and mc.role == "tool":
+                    self._tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
+                bars = progress_bars(bars, chunk)
+                self.stream.value = self._tools + "".join(bars.values()) + stream_html(text)
+            res = await turn.response
+        except Exception as exc:  # noqa: BLE001 - shown on its form, which can answer again
+            self.stream.value = self._tools
+            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
+            form.reset(f"Your answer was not accepted: {message}")
+            return None
+        self._sent.add(form)
+        self.stream.value = self._tools
+        if self._same_pause(res):
+            said = answer.label[:1].upper() + answer.label[1:]
+            form.status.value = _status(
+                "ok", "answered", f"{said} · the turn resumes when the last is answered"
+            )
+            self.header.value = self._waiting_line()
+            return res
+        if self.result is not None:
+            return res  # another answer's task already showed where the turn went
+        self.last_resume = ToolResume(
+            respond=[
+                f.answer.part for f in self.forms if f.answer is not None and f.answer.kind == "respond"
+            ],
+            restart=[
+                f.answer.part for f in self.forms if f.answer is not None and f.answer.kind == "restart"
+            ],
+            metadata=meta,
+        )
+        for other in self.forms:
+            other.lock()
+            other.status.value = ""
+        if self.chat.snapshot_id == self.response.snapshot_id:
+            _follow(self.chat, chat)  # the chat this view was given goes on from where the turn went
+            chat = self.chat
+        return self._show_result(res, chat, self._tools)
 
     def submit(self) -> asyncio.Task[AgentResponse | None] | None:
         """Send the recorded answers as one resume (the forms call this when all are answered)."""
@@ -234,6 +352,10 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 return None
             self._fail(message)
             return None
+        return self._show_result(res, chat, tools)
+
+    def _show_result(self, res: AgentResponse, chat: Chat, tools: str) -> AgentResponse:
+        """Show where the answered turn went: stopped, paused again below, or done."""
         self.result = res
         self.status.value = ""
         if res.finish_reason == "aborted":
@@ -318,15 +440,31 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.state = "done" if self.child is None or self.child.settled else self.state
         if not self.settled:
             return
-        if self.child is None or self.child.settled:
+        here = self.child is None or self.child.settled
+        if here and self.state == "done" and self.fork_panel is None and can_fork(self):
+            self.fork_panel = ForkPanel(self)
+        # the cell's record first, before the live view says it is done: a notebook saved
+        # from the moment it does keeps the record
+        if self.displayed and self.fork_panel is not None:
+            self.refresh_record()  # it stays live: another answer can be tried
+        elif self.displayed:
+            self.show_record()
+        if here:
             tone = "muted" if self.state == "stale" else "ok"
             word = "answered" if self.state == "stale" else "done"
             self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
             records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
-            self.children = [self.header, self.head, *records, self.status, self.continuation, self.footer]
+            panel = [self.fork_panel] if self.fork_panel is not None else []
+            self.children = [
+                self.header,
+                self.head,
+                *records,
+                self.status,
+                self.continuation,
+                *panel,
+                self.footer,
+            ]
             self.retry_button.layout.display = "none"
-        if self.displayed:
-            self.show_record()
         if self.on_settle is not None:
             self.on_settle(self)
 
@@ -337,6 +475,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
     def _static_bundle(self) -> dict[str, Any]:
         return turn_record_bundle(self)
+
+    def refresh_record(self) -> None:
+        """Update the record in this view's cell output (what a saved notebook shows), keeping the widget."""
+        for handle in self.__dict__.get("_nba_handles", []):
+            handle.update(self._repr_mimebundle_(), raw=True, metadata=OUTPUT_METADATA)
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"

@@ -76,7 +76,7 @@ DEFAULT_CALL_CONFIG_KEYS = frozenset(
 )
 """The model settings a client may set per call by default: Genkit's common generation keys."""
 _COMPANION_KEYS = ("data", "init")
-_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules")
+_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules", "forkOf")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from widget_helpers import control, html_of
 
 import nb_agents as nba
+from nb_agents.chat import Chat
 from nb_agents.middleware import ToolApproval
 from nb_agents.notebook import InterruptForm, TurnView, pending
 from nb_agents.notebook._bundle import WIDGET_MIME
@@ -215,9 +216,26 @@ class Shown:
         self.bundles.append(bundle)
 
 
+class Elsewhere:
+    """An endpoint that is not the agent object itself (as a remote agent): it cannot fork."""
+
+    def __init__(self, agent: nba.Agent) -> None:
+        self.agent, self.name, self.tools = agent, agent.name, agent.tools
+
+    async def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.agent.invoke(*args, **kwargs)
+
+    async def get_snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.agent.get_snapshot(*args, **kwargs)
+
+    async def abort(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.agent.abort(*args, **kwargs)
+
+
 async def test_a_displayed_view_replaces_its_output_with_the_record_once_finished() -> None:
     agent, _ = bank(MOVE, text_response("Done."))
-    view = TurnView(await agent.chat().send("move it"), answered_by="ana")
+    res = await agent.chat().send("move it")
+    view = TurnView(res, Chat(Elsewhere(agent), snapshot_id=res.snapshot_id), answered_by="ana")
     handle = Shown()
     view.__dict__["_nba_handles"] = [handle]  # what _ipython_display_ keeps in a kernel
     view.forms[0].approve_button.click()
@@ -228,6 +246,23 @@ async def test_a_displayed_view_replaces_its_output_with_the_record_once_finishe
         and "Approved by ana" in record["text/html"]
         and "Done." in record["text/html"]
     )
+    assert view.fork_panel is None
+
+
+async def test_a_displayed_view_that_can_fork_keeps_its_widget_and_shows_the_record() -> None:
+    # "Try another answer" stays clickable, as a waiting form does; the record is in the output
+    # beside the widget, which the server extension drops when the notebook is saved
+    agent, _ = bank(MOVE, text_response("Done."))
+    view = TurnView(await agent.chat().send("move it"), answered_by="ana")
+    handle = Shown()
+    view.__dict__["_nba_handles"] = [handle]
+    view.forms[0].approve_button.click()
+    await view.task
+    [record] = handle.bundles
+    assert (
+        WIDGET_MIME in record and "Approved by ana" in record["text/html"] and "Done." in record["text/html"]
+    )
+    assert view.fork_panel is not None and view.fork_panel.button.description == "Try another answer"
 
 
 async def test_by_default_the_answerer_is_the_hub_user_or_the_local_user(

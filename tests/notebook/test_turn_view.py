@@ -318,24 +318,68 @@ async def test_plain_tool_answer_instead() -> None:
     }
 
 
-async def test_two_interrupts_answered_together_make_one_resume() -> None:
+async def test_two_interrupts_each_answered_on_its_own_and_the_turn_resumes_after_the_last() -> None:
     both = tool_call_response(
         ("askUser", "a1", {"question": "ok?"}), ("transfer", "t1", {"to": "amy", "amount": 9})
     )
     agent, model, ran = make(both, text_response("both done"))
     view, res = await paused(agent)
+    assert view.partial and "the turn resumes when the last is answered" in view.header.value
     first, second = view.forms
-    first.approve_button.click()
-    assert view.task is None and model.calls == 1 and "Approved" in first.status.value
-    first.change_button.click()  # changed my mind before sending
-    assert first.answer is None and not first.deny_button.disabled
+    second.approve_button.click()  # sent at once, alone: the transfer runs now
+    first_sent = await view.task
+    assert first_sent is not None and first_sent.finish_reason == "interrupted"
+    assert ran == [("transfer", "amy", 9.0, True)] and model.calls == 1  # the model waits for the last
+    assert "the turn resumes when the last is answered" in second.status.value
+    assert second.locked and not first.locked and "1 of 2 answered" in view.header.value
+    assert view.state == "waiting" and view.result is None
     first.deny_button.click()
-    second.approve_button.click()
-    await view.task
+    done = await view.task
+    assert done is not None and done.text == "both done" and view.state == "done"
+    assert model.calls == 2 and ran == [("transfer", "amy", 9.0, True)]
     ask, move = res.interrupts
+    assert view.last_resume is not None
     assert wire(view.last_resume.respond) == wire([ask.respond(Reply(approved=False))])
     assert wire(view.last_resume.restart) == wire([move.restart(resumed=Reply(approved=True))])
-    assert model.calls == 2 and ran == [("transfer", "amy", 9.0, True)]
+    tool_msg = model.requests[1].messages[-1]
+    assert [p.tool_response.name for p in tool_msg.content if p.tool_response] == ["askUser", "transfer"]
+    assert len(await agent.audit(res.session_id or "")) == 2  # one record per answer
+
+
+async def test_two_answers_sent_at_once_each_take_effect_once() -> None:
+    both = tool_call_response(
+        ("transfer", "t1", {"to": "amy", "amount": 9}), ("transfer", "t2", {"to": "bob", "amount": 5})
+    )
+    agent, model, ran = make(both, text_response("both sent"))
+    view, _ = await paused(agent)
+    view.forms[0].approve_button.click()
+    one = view.task
+    view.forms[1].approve_button.click()
+    two = view.task
+    assert one is not None and two is not None and one is not two
+    results = [await one, await two]
+    assert sorted(r.finish_reason for r in results if r is not None) == ["interrupted", "stop"]
+    assert sorted(ran) == [("transfer", "amy", 9.0, True), ("transfer", "bob", 5.0, True)]
+    assert model.calls == 2 and view.state == "done" and view.result is not None
+    assert view.result.text == "both sent" and "both sent" in html_of(view)
+
+
+async def test_a_partial_answer_given_elsewhere_too_takes_effect_once() -> None:
+    both = tool_call_response(("askUser", "a1", {"question": "ok?"}), ("unlock", "u1", {"door": "front"}))
+    agent, model, ran = make(both, text_response("done"))
+    view, res = await paused(agent)
+    ask, door = view.forms
+    ask.approve_button.click()
+    await view.task
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        restart=[res.interrupts[1].restart(resumed={"pin": 1234})], partial=True
+    )  # answered elsewhere meanwhile: the turn went on without this view
+    assert ran == [("unlock", "front", 1234)] and model.calls == 2
+    control(door.reply.widget, "Pin").value = 1234
+    door.submit_button.click()
+    done = await view.task  # the same answer: it replays the outcome recorded first
+    assert done is not None and done.text == "done" and view.state == "done"
+    assert ran == [("unlock", "front", 1234)] and model.calls == 2
 
 
 async def test_a_tool_that_fails_after_approve_is_fixed_and_retried() -> None:
