@@ -114,29 +114,35 @@ def node_version() -> tuple[int, ...]:
     return version
 
 
+def _npm_ci(source: Path, name: str, what: str) -> Path:
+    """``npm ci`` of `source`'s package.json and lock into ``CACHE/name``, once per lock and Node major.
+
+    No optional packages (the Firebase/Cloud telemetry plugin: 230 MB the clients never load;
+    esbuild-wasm needs no per-platform binary), no install scripts (none of what remains needs one).
+    """
+    version = node_version()
+    target = CACHE / name
+    lock = (source / "package-lock.json").read_bytes()
+    manifest = (source / "package.json").read_bytes()
+    stamp = _digest(lock, manifest, str(version[0]).encode())
+    stamp_file = target / ".installed"
+    if not (stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()):
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        (target / "package.json").write_bytes(manifest)
+        (target / "package-lock.json").write_bytes(lock)
+        cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
+        _run([*cmd, "--loglevel=error"], target, f"npm ci ({what})")
+        stamp_file.write_text(stamp)
+    return target
+
+
 def ensure_js_client() -> Path:
     """The folder holding ``node_modules/genkit``, the JS flow scripts and server; installs once."""
-    version = node_version()
-    target = CACHE / "js"
-    lock = (JS_SOURCE / "package-lock.json").read_bytes()
-    manifest = (JS_SOURCE / "package.json").read_bytes()
-    stamp = _digest(lock, manifest, str(version[0]).encode())
     with _locked("js"):
-        stamp_file = target / ".installed"
-        if not (
-            stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()
-        ):
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
-            (target / "package.json").write_bytes(manifest)
-            (target / "package-lock.json").write_bytes(lock)
-            # no optional packages (the Firebase/Cloud telemetry plugin: 230 MB the client never loads),
-            # no install scripts (none of what remains needs one); @genkit-ai/core lists
-            # @cfworker/json-schema as optional but its schema module (which the agent server
-            # loads) requires it, so package.json names it directly
-            cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
-            _run([*cmd, "--loglevel=error"], target, "npm ci (genkit JS client)")
-            stamp_file.write_text(stamp)
+        # @genkit-ai/core lists @cfworker/json-schema as optional but its schema module (which
+        # the agent server loads) requires it, so package.json names it directly
+        target = _npm_ci(JS_SOURCE, "js", "genkit JS client")
         # the scripts are copied on every call, so an edit takes effect without a reinstall
         for script in [*JS_SOURCE.glob("*.mjs"), *JS_SOURCE.glob("*.cjs")]:
             shutil.copyfile(script, target / script.name)
@@ -145,25 +151,8 @@ def ensure_js_client() -> Path:
 
 def ensure_browser_client() -> Path:
     """A folder holding the example page: ``index.html`` and the bundle ``dist/app.js``."""
-    version = node_version()
-    target = CACHE / "browser-client"
-    lock = (BROWSER_SOURCE / "package-lock.json").read_bytes()
-    manifest = (BROWSER_SOURCE / "package.json").read_bytes()
-    stamp = _digest(lock, manifest, str(version[0]).encode())
     with _locked("browser-client"):
-        stamp_file = target / ".installed"
-        if not (
-            stamp_file.exists() and stamp_file.read_text() == stamp and (target / "node_modules").is_dir()
-        ):
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir(parents=True)
-            (target / "package.json").write_bytes(manifest)
-            (target / "package-lock.json").write_bytes(lock)
-            # as for the JS client: no optional packages (genkit's telemetry plugin; esbuild-wasm
-            # needs no per-platform binary) and no install scripts
-            cmd = ["npm", "ci", "--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"]
-            _run([*cmd, "--loglevel=error"], target, "npm ci (browser client example)")
-            stamp_file.write_text(stamp)
+        target = _npm_ci(BROWSER_SOURCE, "browser-client", "browser client example")
         shutil.rmtree(target / "src", ignore_errors=True)
         shutil.copytree(BROWSER_SOURCE / "src", target / "src")
         for name in ("index.html", "build.mjs"):
