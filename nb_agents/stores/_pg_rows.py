@@ -27,8 +27,8 @@ abort, or the turn's final write) sends ``NOTIFY nb_agents_changes`` with its
 id (the empty payload, "anything changed", for an id too long for a payload)
 in its transaction, for the `wait_changed` of every process (`._pg_listen`).
 Heartbeats and new rows send nothing: a notifying transaction takes a
-server-wide lock at commit, and under load three notices a cycle cost more
-than the rest of its commits together.
+server-wide lock at commit, and on a loaded machine three notices a cycle
+cost more than the rest of its commits together.
 
 Schema version 2; `MIGRATE` brings a version 1 database to it in place: the
 claims' generation, and the sessions table filled from each session's rows
