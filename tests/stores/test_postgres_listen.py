@@ -124,8 +124,8 @@ async def test_an_id_too_long_for_a_payload_wakes_its_waiters(dsn: str) -> None:
 async def test_only_a_write_that_ends_the_run_notifies(dsn: str) -> None:
     """A heartbeat (pending over pending) and a new row wake nobody in another store; the abort does.
 
-    A notifying transaction takes a server-wide lock at commit: S5 on PostgreSQL
-    ran a fifth slower with every write notifying."""
+    A notifying transaction takes a server-wide lock at commit, which costs most on
+    a loaded machine (20 ms of COMMIT a cycle at 50 concurrent cycles, under 1 ms without)."""
     async with PostgresSessionStore(dsn) as store, PostgresSessionStore(dsn) as other:
         await store.save_snapshot("p", lambda cur: _row("p"))
         await _listening(store)
