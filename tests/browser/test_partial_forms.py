@@ -21,8 +21,10 @@ FORMS = 7
 
 def _button(lab: LabPage, label: str, n: int) -> None:
     """Click the `n`-th button labelled `label` in the forms' cell (one per form)."""
-    buttons = lab.cell(FORMS).locator(".jp-OutputArea-output").get_by_role(
-        "button", name=re.compile(rf"^\W*{label}$")
+    buttons = (
+        lab.cell(FORMS)
+        .locator(".jp-OutputArea-output")
+        .get_by_role("button", name=re.compile(rf"^\W*{label}$"))
     )
     lab._wait(lambda: buttons.nth(n).click(), f"could not click {label} #{n}")
 
