@@ -39,6 +39,8 @@ from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, S
 
 __all__ = ["Agent", "define_agent", "define_custom_agent"]
 
+_REVOKE_PASSES = 8  # rows a revoke follows past the one it wrote (turns that raced it)
+
 _NO_OPTIONS = CallOptions()
 
 
@@ -398,6 +400,15 @@ class Agent(BaseAgent):
         written = await store.save_snapshot(snap.snapshot_id, mutate, audit=[record])
         if written is None:
             raise NotFoundError(f"Session {session_id} has no approval rule {rule_id!r} (it was revoked).")
+        # A turn that began before the revoke carries the rule forward from the row revoked here.
+        # Its final write reads that row locked, so it sees the revoke, unless it committed first:
+        # then it is the session's latest row now, and the rule is revoked there too.
+        for _ in range(_REVOKE_PASSES):
+            leaf = await store.get_latest(session_id)
+            latest = await walk_back(store, session_id, leaf) if leaf is not None else None
+            if latest is None or not any(r.get("id") == rule_id for r in latest.rules or []):
+                break
+            await store.save_snapshot(latest.snapshot_id, mutate)
         return SessionRule.from_dict(found)
 
     async def fork(

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from store_kinds import STORE_KINDS, make_store
 
@@ -352,3 +353,66 @@ async def test_revoking_is_refused_while_a_turn_runs_and_for_another_principal()
     assert (await agent.revoke_rule(sid, rule.id, context=ana)).id == rule.id
     [record] = [r for r in await agent.audit(sid) if r.kind == "rule-revoked"]
     assert record.answered_by == "ana"
+
+
+def _slow_tables(tables: Tables, gate: Any) -> None:
+    """Add ``slowTable``, which waits for `gate` (an anyio.Event, or a delay in seconds)."""
+
+    @nba.tool(name="slowTable")
+    async def slow_table(table: str) -> str:
+        if isinstance(gate, (int, float)):
+            await anyio.sleep(gate)
+        else:
+            await gate.wait()
+        tables.ran.append(("slowTable", table))
+        return f"slow rows of {table}"
+
+    tables.tools.append(slow_table)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_a_rule_revoked_while_a_turn_runs_stays_revoked(kind: str, tmp_path: Path) -> None:
+    """The running turn loaded the rule before the revoke; its row must not bring it back."""
+    tables = Tables()
+    release = anyio.Event()
+    _slow_tables(tables, release)
+    agent = agent_on(make_store(kind, tmp_path), tables, allowed_tools=["slowTable"])
+    chat = await _approve_always(agent)
+    sid = chat.session_id or ""
+    [rule] = await agent.rules(sid)
+    async with anyio.create_task_group() as tg:
+        done: list[Any] = []
+
+        async def turn() -> None:
+            done.append(await agent.chat(session_id=sid).send("slowTable big"))
+
+        tg.start_soon(turn)
+        await anyio.sleep(0.3)  # the turn has loaded the session (and its rule) and waits in slowTable
+        assert not done and ("slowTable", "big") not in tables.ran
+        await agent.revoke_rule(sid, rule.id)
+        release.set()
+    assert done[0].text == "tool said: slow rows of big"
+    assert list(await agent.rules(sid)) == []
+    held = await agent.chat(session_id=sid).send("readTable sales")
+    assert held.finish_reason == "interrupted"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_revokes_racing_turns_that_finish_at_any_moment_stay_revoked(kind: str, tmp_path: Path) -> None:
+    """A turn finishing just before, during or just after the revoke: the rule never comes back."""
+    import random
+
+    rng = random.Random(7)
+    for trial in range(12):
+        tables = Tables()
+        delay = rng.uniform(0, 0.03)
+        _slow_tables(tables, delay)
+        agent = agent_on(make_store(kind, tmp_path / str(trial)), tables, allowed_tools=["slowTable"])
+        chat = await _approve_always(agent)
+        sid = chat.session_id or ""
+        [rule] = await agent.rules(sid)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent.chat(session_id=sid).send, "slowTable big")
+            await anyio.sleep(rng.uniform(0, 0.03))
+            await agent.revoke_rule(sid, rule.id)
+        assert list(await agent.rules(sid)) == [], (trial, delay)

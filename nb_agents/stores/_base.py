@@ -329,10 +329,34 @@ def _save(
     new = apply_mutator(snapshot_id, current_row, mutator)
     if new is None:
         return None
+    if new.rules and new.parent_id is not None and new.parent_id != snapshot_id:
+        new = _without_revoked_rules(tx, new)
     written = tx.write(snapshot_id, current_row, new)
     if audit:
         tx.add_audit(audit)
     return written
+
+
+def _without_revoked_rules(tx: StoreTransaction, new: SessionSnapshot) -> SessionSnapshot:
+    """`new` without the per-session rules its parent no longer has (revoked while its turn ran).
+
+    A row carries its session's approval rules forward from its parent: the
+    ones its parent has, and the ones its own turn made (``snapshotId`` is the
+    parent, the pause answered; none yet while it is being made). A rule the
+    parent lost meanwhile was revoked, and stays so. The parent is read locked
+    (`load`), so a revoke of it either committed before (and is seen here) or
+    waits for this transaction (and then finds this row, as the session's
+    latest, to revoke the rule from as well).
+    """
+    assert new.rules is not None and new.parent_id is not None
+    parent = tx.load(new.parent_id)
+    if parent is None or parent.session_id != new.session_id:
+        return new  # a first row, or a fork's copy: nothing to inherit from here
+    kept = {r.get("id") for r in parent.rules or []}
+    rules = [r for r in new.rules if r.get("id") in kept or r.get("snapshotId") in (None, new.parent_id)]
+    if len(rules) == len(new.rules):
+        return new
+    return new.model_copy(update={"rules": rules or None})
 
 
 def _claim(
