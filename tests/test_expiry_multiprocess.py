@@ -10,37 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import procs
 import pytest
 from proc_expiry import EXPIRES_IN, build
-
-HERE = Path(__file__).resolve().parent
+from procs import finish
 
 
 def run(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "proc_expiry.py"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str]) -> list[str]:
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    return out.split()
+    return procs.run("proc_expiry.py", *args)
 
 
 def where(kind: str, tmp_path: Path) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "bank.db")
-    from pg import fresh_dsn  # the suite's throwaway PostgreSQL (skips without it, fails in CI)
-
-    return fresh_dsn()
+    return procs.shared_store(kind, tmp_path, "bank.db")
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

@@ -4,26 +4,15 @@ after the process that paused it has exited."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+import procs
+from procs import finish
 
 
 def run(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "proc_bank.py"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str]) -> list[str]:
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    return out.split()
+    return procs.run("proc_bank.py", *args)
 
 
 def test_two_processes_resume_the_same_interrupt_and_the_transfer_runs_once(tmp_path: Path) -> None:

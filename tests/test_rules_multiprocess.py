@@ -8,37 +8,21 @@ one SQLite file and on the suite's PostgreSQL (tests/proc_rules.py).
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import procs
 import pytest
 from proc_rules import build
-
-HERE = Path(__file__).resolve().parent
+from procs import finish
 
 
 def run(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(HERE / "proc_rules.py"), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(proc: subprocess.Popen[str]) -> list[str]:
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    return out.split()
+    return procs.run("proc_rules.py", *args)
 
 
 def where(kind: str, tmp_path: Path) -> str:
-    if kind == "sqlite":
-        return str(tmp_path / "tables.db")
-    from pg import fresh_dsn  # the suite's throwaway PostgreSQL (skips without it, fails in CI)
-
-    return fresh_dsn()
+    return procs.shared_store(kind, tmp_path, "tables.db")
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
