@@ -30,7 +30,7 @@ from ..mcp.elicitation import ElicitationRequest
 from ..render import error_html, interrupt_summary
 from ..tools import Tool
 from .fields import Field, FieldError, schema_field
-from .forms import Answer
+from .forms import Answer, AnswerBox
 
 __all__ = ["ElicitationForm", "is_elicitation", "normalized"]
 
@@ -81,7 +81,7 @@ def _button(label: str, style: str = "") -> Any:
     return widgets.Button(description=label, button_style=style)
 
 
-class ElicitationForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class ElicitationForm(AnswerBox):
     """The form for one elicitation interrupt; records an `Answer` when a button is pressed.
 
     Args:
@@ -212,21 +212,6 @@ class ElicitationForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships n
             button.disabled = disabled
         for field in self.fields.values():
             field.set_disabled(disabled)
-
-    def lock(self) -> None:
-        """Freeze the form while its answer is being sent."""
-        self.locked = True
-        self.set_disabled(True)
-        self.change_button.layout.display = "none"
-
-    def reset(self, error: str | None = None) -> None:
-        """Forget the answer and enable the form again (field values are kept)."""
-        self.answer = None
-        self.locked = False
-        self.set_disabled(False)
-        self.status.value = ""
-        self.change_button.layout.display = "none"
-        self.error.value = error_html(None, error) if error else ""
 
     def __repr__(self) -> str:
         return f"ElicitationForm({self.request.server!r}, {self.request.tool!r}, answer={self.answer!r})"

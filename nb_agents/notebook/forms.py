@@ -56,7 +56,36 @@ def _button(label: str, style: str = "", icon: str = "") -> Any:
     return button
 
 
-class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+    """What every form of a turn shares: its answer, and locking and resetting it.
+
+    A subclass builds ``answer``, ``locked``, ``status``, ``error`` and
+    ``change_button``, and says how to disable its controls (`set_disabled`).
+    """
+
+    answer: Answer | None
+    locked: bool
+
+    def set_disabled(self, disabled: bool) -> None:
+        raise NotImplementedError
+
+    def lock(self) -> None:
+        """Freeze the form while its answer is being sent."""
+        self.locked = True
+        self.set_disabled(True)
+        self.change_button.layout.display = "none"
+
+    def reset(self, error: str | None = None) -> None:
+        """Forget the answer and enable the form again (field values are kept)."""
+        self.answer = None
+        self.locked = False
+        self.set_disabled(False)
+        self.status.value = ""
+        self.change_button.layout.display = "none"
+        self.error.value = error_html(None, error) if error else ""
+
+
+class InterruptForm(AnswerBox):
     """The form for one interrupt; records an `Answer` when submitted.
 
     Args:
@@ -410,21 +439,6 @@ class InterruptForm(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no 
         for field in (self.reply, self.reason, self.inputs):
             if field is not None:
                 field.set_disabled(disabled)
-
-    def lock(self) -> None:
-        """Freeze the form while its answer is being sent."""
-        self.locked = True
-        self.set_disabled(True)
-        self.change_button.layout.display = "none"
-
-    def reset(self, error: str | None = None) -> None:
-        """Forget the answer and enable the form again (field values are kept)."""
-        self.answer = None
-        self.locked = False
-        self.set_disabled(False)
-        self.status.value = ""
-        self.change_button.layout.display = "none"
-        self.error.value = error_html(None, error) if error else ""
 
     def __repr__(self) -> str:
         return f"InterruptForm({self.interrupt.name!r}, mode={self.mode!r}, answer={self.answer!r})"
