@@ -19,27 +19,25 @@ from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner,
 from ._engine.expiry import due_parts
 from ._engine.forking import fork_snapshot, forks_of
 from ._engine.limits import check_id
-from ._engine.loading import walk_back
-from ._engine.ownership import Action, Authorize, principal_of, visible
+from ._engine.ownership import Action, Authorize, visible
+from ._engine.session_rules import revoke_session_rule, session_rules
 from ._sync import twin
 from .chat import Chat, make_init
 from .connection import AgentConnection
 from .endpoint import BaseAgent
-from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from .errors import FailedPreconditionError, InvalidArgumentError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
 from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
-from .stores.base import AuditRecord, SessionStore, now_iso
+from .stores.base import SessionStore, now_iso
 from .tools import Tool
 from .toolsets import Toolset
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
 
 __all__ = ["Agent", "define_agent", "define_custom_agent"]
-
-_REVOKE_PASSES = 8  # rows a revoke follows past the one it wrote (turns that raced it)
 
 _NO_OPTIONS = CallOptions()
 
@@ -337,12 +335,7 @@ class Agent(BaseAgent):
             ...     print(rule.id, rule.tool)
         """
         store = self._require_store("rules")
-        check_id(session_id, "session_id")
-        leaf = await store.get_latest(session_id)
-        if leaf is None or (context is not None and not self._may(leaf, context, "read")):
-            return SessionRules([])
-        snap = await walk_back(store, session_id, leaf)
-        return SessionRules(SessionRule.from_dict(r) for r in (snap.rules or [] if snap is not None else []))
+        return SessionRules(await session_rules(self.spec, store, session_id, context))
 
     async def revoke_rule(
         self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
@@ -360,56 +353,7 @@ class Agent(BaseAgent):
                 when it has ended.
         """
         store = self._require_store("revoke_rule")
-        check_id(session_id, "session_id")
-        leaf = await store.get_latest(session_id)
-        if leaf is None or (context is not None and not self._may(leaf, context, "resume")):
-            raise NotFoundError(f"Session {session_id} not found.")
-        if leaf.status in ("pending", "aborting"):
-            raise FailedPreconditionError(
-                f"a turn of session {session_id} is running (snapshot {leaf.snapshot_id}); "
-                "revoke the rule when it has ended"
-            )
-        snap = await walk_back(store, session_id, leaf)
-        found = next((r for r in (snap.rules or [] if snap else []) if r.get("id") == rule_id), None)
-        if snap is None or found is None:
-            known = ", ".join(str(r.get("id")) for r in (snap.rules or [] if snap else [])) or "none"
-            raise NotFoundError(
-                f"Session {session_id} has no approval rule {rule_id!r} (its rules: {known})."
-            )
-        at = now_iso()
-        by = principal_of(context)
-        record = AuditRecord(
-            session_id,
-            snap.snapshot_id,
-            snap.snapshot_id,
-            str(found.get("tool")),
-            found.get("ref"),
-            "rule-revoked",
-            {"rule": rule_id, "action": found.get("action", "allow")},
-            None,
-            at,
-            by,
-        )
-
-        def mutate(cur: SessionSnapshot | None) -> SessionSnapshot | None:
-            if cur is None or not any(r.get("id") == rule_id for r in cur.rules or []):
-                return None  # revoked meanwhile: nothing to write, nothing to audit
-            kept = [r for r in cur.rules or [] if r.get("id") != rule_id]
-            return cur.model_copy(update={"rules": kept or None})
-
-        written = await store.save_snapshot(snap.snapshot_id, mutate, audit=[record])
-        if written is None:
-            raise NotFoundError(f"Session {session_id} has no approval rule {rule_id!r} (it was revoked).")
-        # A turn that began before the revoke carries the rule forward from the row revoked here.
-        # Its final write reads that row locked, so it sees the revoke, unless it committed first:
-        # then it is the session's latest row now, and the rule is revoked there too.
-        for _ in range(_REVOKE_PASSES):
-            leaf = await store.get_latest(session_id)
-            latest = await walk_back(store, session_id, leaf) if leaf is not None else None
-            if latest is None or not any(r.get("id") == rule_id for r in latest.rules or []):
-                break
-            await store.save_snapshot(latest.snapshot_id, mutate)
-        return SessionRule.from_dict(found)
+        return await revoke_session_rule(self.spec, store, session_id, rule_id, context)
 
     async def fork(
         self,
