@@ -89,6 +89,22 @@ def test_a_retry_after_a_client_timeout_gets_the_recorded_outcome(
     assert len(ledger(tmp_path)) == TRIALS + 1
 
 
+def resume_until_the_tool_ran(
+    server: Served, session: str, paused: dict[str, Any], tmp_path: Path
+) -> tuple[dict[str, Any], threading.Thread, dict[str, Any]]:
+    """Resume `paused` in a thread; once its tool has run, the session's newest snapshot (the running child).
+
+    Returns what the resume will answer (filled when the thread ends), the thread, and that snapshot.
+    """
+    before = len(ledger(tmp_path))
+    got: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: got.update(resume(server.url, paused)))
+    worker.start()
+    wait_for(lambda: len(ledger(tmp_path)) == before + 1, "the tool's run")
+    leaf = httpx.post(server.url + "/bank/getSnapshot", json={"data": {"sessionId": session}}, timeout=10)
+    return got, worker, leaf.json()["result"]
+
+
 @pytest.mark.parametrize("store", STORES)
 def test_abort_after_the_tool_ran_then_the_same_answer(serve: Any, store: str, tmp_path: Path) -> None:
     server: Served = serve(store, env={"NBA_TOOL_DELAY": "0.5"})
@@ -97,12 +113,7 @@ def test_abort_after_the_tool_ran_then_the_same_answer(serve: Any, store: str, t
         session = f"abort-{trial}"
         paused = pause(server.url, session)
         before = len(ledger(tmp_path))
-        got: dict[str, Any] = {}
-        worker = threading.Thread(target=lambda: got.update(resume(server.url, paused)))
-        worker.start()
-        wait_for(lambda: len(ledger(tmp_path)) == before + 1, "the tool's run")
-        leaf = httpx.post(server.url + "/bank/getSnapshot", json={"data": {"sessionId": session}}, timeout=10)
-        child = leaf.json()["result"]
+        got, worker, child = resume_until_the_tool_ran(server, session, paused, tmp_path)
         aborted = httpx.post(
             server.url + "/bank/abort", json={"data": {"snapshotId": child["snapshotId"]}}, timeout=10
         )
@@ -158,13 +169,9 @@ def test_an_abort_landing_as_the_turn_finishes_is_what_the_caller_is_told(
         session = f"late-abort-{trial}"
         paused = pause(server.url, session)
         before = len(ledger(tmp_path))
-        got: dict[str, Any] = {}
-        worker = threading.Thread(target=lambda: got.update(resume(server.url, paused)))
-        worker.start()
-        wait_for(lambda: len(ledger(tmp_path)) == before + 1, "the tool's run")
+        got, worker, running = resume_until_the_tool_ran(server, session, paused, tmp_path)
         ran_at = time.monotonic()
-        leaf = httpx.post(server.url + "/bank/getSnapshot", json={"data": {"sessionId": session}}, timeout=10)
-        child = leaf.json()["result"]["snapshotId"]
+        child = running["snapshotId"]
         time.sleep(max(0.0, ran_at + delay - 0.02 + 0.025 * trial / TRIALS - time.monotonic()))
         httpx.post(server.url + "/bank/abort", json={"data": {"snapshotId": child}}, timeout=10)
         worker.join(15)
