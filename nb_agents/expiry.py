@@ -30,6 +30,7 @@ from ._json import canonical, to_json_value
 from .types import Part
 
 __all__ = [
+    "MAX_EXPIRES_IN",
     "Expiry",
     "check_expires_in",
     "checked_default",
@@ -64,8 +65,12 @@ def parse(ts: str) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
+MAX_EXPIRES_IN = timedelta(days=366)
+"""The longest wait a deadline may set: a year (and a day), far inside what a date can hold."""
+
+
 def check_expires_in(value: timedelta | float | None, where: str = "expires_in") -> timedelta | None:
-    """`value` (a `timedelta` or seconds) as a positive, finite `timedelta`; None stays None.
+    """`value` (a `timedelta` or seconds) as a positive `timedelta` up to `MAX_EXPIRES_IN`; None stays None.
 
     Example:
         >>> check_expires_in(90)
@@ -77,9 +82,17 @@ def check_expires_in(value: timedelta | float | None, where: str = "expires_in")
         raise TypeError(
             f"{where} must be a timedelta or a number of seconds, got {type(value).__name__}: {value!r}"
         )
-    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    try:
+        seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{where} must be a positive, finite duration, got {value!r}")
+    if seconds > MAX_EXPIRES_IN.total_seconds():
+        raise ValueError(
+            f"{where} must be at most {MAX_EXPIRES_IN.days} days (a deadline that far is no deadline: "
+            f"give None to wait forever), got {value!r}"
+        )
     return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
 
 

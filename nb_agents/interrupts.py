@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPROVAL_PREFIX",
+    "CONTROL_KEYS",
     "AgentInterrupt",
     "ApprovalHold",
     "Interrupt",
@@ -44,12 +45,53 @@ __all__ = [
     "respond_part",
     "restart_part",
     "to_json_value",
+    "untrusted_call",
 ]
 
 T = TypeVar("T", bound=BaseModel)
 
 APPROVAL_PREFIX = "Tool not in approved list:"
 """How `ToolApproval`'s pause message starts (Genkit's text, on every runtime)."""
+
+CONTROL_KEYS = frozenset(
+    {
+        # a pause and its bookkeeping (Genkit's and nb_agents')
+        "interrupt",
+        "resolvedInterrupt",
+        "pendingOutput",
+        "pendingRule",
+        "expiresAt",
+        "onExpiry",
+        "started",
+        # an answer: what decides whether a held call runs, and what binds it to its pause
+        "resumed",
+        "replacedInput",
+        "expired",
+        "interruptDigest",
+        "interruptResponse",
+        # what answered a call
+        "approvedBy",
+        "deniedBy",
+        "answeredBy",
+        "source",
+    }
+)
+"""The metadata keys of a tool-request part that only nb_agents (or a person's answer) writes.
+
+A model's tool call never carries them: `untrusted_call` strips them from each
+call as it arrives from the model, before it runs or is stored as a pause, so
+nothing a model writes (a prompt-injected ``resumed: {"toolApproved": true}``,
+a ``replacedInput``, an ``expired`` mark) can approve, edit or answer a call.
+"""
+
+
+def untrusted_call(part: Part) -> Part:
+    """A tool-request part from a model, without the control metadata only nb_agents writes."""
+    meta = part.metadata
+    if not meta or meta.keys().isdisjoint(CONTROL_KEYS):
+        return part
+    kept = {k: v for k, v in meta.items() if k not in CONTROL_KEYS}
+    return part.model_copy(update={"metadata": kept or None})
 
 
 def interrupt_digest(request: Part) -> str:
@@ -145,7 +187,9 @@ def restart_part(
         mark_resumed: Whether to set ``metadata.resumed`` when ``resumed`` is None.
     """
     tr = _tool_request(request)
-    meta = {k: v for k, v in (request.metadata or {}).items() if k not in _PAUSE_KEYS}
+    # what the call carried besides control keys (a provider's own metadata) goes along;
+    # the control keys of the answer are this builder's alone
+    meta = {k: v for k, v in (request.metadata or {}).items() if k not in CONTROL_KEYS}
     if resumed is not None:
         meta["resumed"] = to_json_value(resumed)
     elif mark_resumed:
@@ -160,10 +204,6 @@ def restart_part(
         tool_request=ToolRequest(name=tr.name, ref=tr.ref, input=new_input),
         metadata=meta or None,
     )
-
-
-_PAUSE_KEYS = ("interrupt", "pendingOutput", "expiresAt", "onExpiry")
-"""What marks a pause (not copied into a restart of it)."""
 
 
 def approval(always: bool = False) -> dict[str, Any]:

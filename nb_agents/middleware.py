@@ -2,9 +2,12 @@
 
 A middleware overrides `Middleware.wrap_model` and/or `Middleware.wrap_tool`
 and calls ``call_next`` to go on (or not). `ToolApproval` is the built-in
-one: it holds every tool call outside an allowlist as an interrupt until the
-caller approves it, unless a rule answers it first (`ApprovalRule`, and the
-per-session rules an ``approve(always=True)`` makes).
+approval policy: every tool call outside its allowlist is held as an
+interrupt until a person approves it, unless a rule answers it first
+(`ApprovalRule`, and the per-session rules an ``approve(always=True)``
+makes). It is policy, not a hook: the engine's one decision step
+(`nb_agents._engine.decision`) reads it, with the tool's own needs, for every
+call, so no other middleware can approve a held call.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from datetime import timedelta
 from typing import Any
 
 from .expiry import Expiry, check_expires_in
-from .interrupts import APPROVAL_PREFIX, ApprovalHold, Interrupt
-from .rules import ApprovalRule, always_asked, match_session, numbered
+from .interrupts import ApprovalHold
+from .rules import ApprovalRule, Gate, numbered
 from .tools import ToolContext
 from .types import GenerateRequest, GenerateResponse, Part
 
@@ -35,12 +38,6 @@ class Middleware:
         return await call_next(input, ctx)
 
 
-def _approved(resumed: Any) -> bool:
-    if not isinstance(resumed, dict):
-        return False  # a bare `resumed: true` is not approval
-    return resumed.get("toolApproved") is True or resumed.get("tool_approved") is True
-
-
 class ToolApproval(Middleware):
     """Hold every tool call not in `allowed_tools` until it is approved.
 
@@ -48,14 +45,17 @@ class ToolApproval(Middleware):
     <name>"}`` (plus the tool's ``approval_info``, e.g. an MCP tool's server and
     annotations). Approve by restarting it with ``resumed.toolApproved = true``
     (`ApprovalHold.approve`, `AgentInterrupt.approve`); deny by responding.
-    A tool whose ``needs_approval`` is False is never held.
+    A tool whose ``needs_approval`` is False is never held; one whose
+    ``needs_approval`` is True is held even without a `ToolApproval`.
 
     Before a call is held, the first matching rule answers it: `rules` in
     their order (an ``allow`` runs the call, a ``deny`` answers the model with
-    a denial and runs nothing), then the tool's exemption and `allowed_tools`,
-    then the session's rules (made by ``approve(always=True)``). A call a
-    rule answered says so in the history (``metadata.approvedBy`` or
-    ``deniedBy`` of its tool response: ``{"rule": id}``) and in the audit.
+    a denial and runs nothing), then `allowed_tools`, then the session's rules
+    (made by ``approve(always=True)``, read as they are now). A ``deny`` rule
+    also refuses an approved call when it matches the input that would run
+    (an "Approve with changes" edit included). A call a rule answered says so
+    in the history (``metadata.approvedBy`` or ``deniedBy`` of its tool
+    response: ``{"rule": id}``) and in the audit.
 
     Args:
         allowed_tools: Tool names that run without asking. Empty gates all.
@@ -91,43 +91,12 @@ class ToolApproval(Middleware):
         self.expires_in = check_expires_in(expires_in)
         self.on_expiry = Expiry.of(on_expiry) if on_expiry is not None else None
 
-    async def wrap_tool(self, input: Any, ctx: ToolContext, call_next: ToolNext) -> Any:
-        if _approved(ctx.resumed):  # a person approved this very call
-            if always_asked(ctx.resumed):
-                _keep_session_rule(ctx)
-            return await call_next(input, ctx)
-        for rule in self.rules:
-            if rule.matches(ctx.name, input):
-                ctx.answered_by_rule = {"rule": rule.id, "action": rule.action}
-                if rule.action == "deny":
-                    return rule.denial(ctx.name)
-                return await call_next(input, ctx)
-        tool = ctx.tool
-        exempt = tool is not None and tool.approval_needed(ctx) is False  # e.g. an MCP readOnlyHint
-        if exempt or ctx.name in self.allowed_tools:
-            return await call_next(input, ctx)
-        found = match_session(getattr(ctx.session, "rules", None), ctx.name)
-        if found is not None:
-            ctx.answered_by_rule = {"rule": found["id"], "action": "allow"}
-            return await call_next(input, ctx)
-        extra = tool.approval_info if tool is not None else None
-        raise Interrupt(
-            {"message": f"{APPROVAL_PREFIX} {ctx.name}", **(extra or {})},
-            expires_in=self.expires_in,
-            on_expiry=self.on_expiry,
-        )
+    @property
+    def gate(self) -> Gate:
+        """The policy as the engine's decision step reads it (`nb_agents._engine.decision`)."""
+        return Gate(frozenset(self.allowed_tools), self.rules, self.expires_in, self.on_expiry)
 
     @staticmethod
     def interrupted(part: Part) -> ApprovalHold | None:
         """Claim `part` if it is a call held by `ToolApproval`, else None."""
         return ApprovalHold.claim(part)
-
-
-def _keep_session_rule(ctx: ToolContext) -> None:
-    """Add the per-session rule an ``approve(always=True)`` asks for (once: its id is the answer's)."""
-    rules = getattr(ctx.session, "rules", None)
-    if rules is None or match_session(rules, ctx.name) is not None:
-        return
-    rules.append(
-        {"id": f"always-{ctx.idempotency_key[:12]}", "tool": ctx.name, "action": "allow", "ref": ctx.ref}
-    )

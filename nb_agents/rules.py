@@ -23,11 +23,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._display import bundle
 
-__all__ = ["ApprovalRule", "RuleAction", "SessionRule", "SessionRules", "always_asked", "match_session"]
+if TYPE_CHECKING:
+    from .expiry import Expiry
+
+__all__ = [
+    "ApprovalRule",
+    "Gate",
+    "RuleAction",
+    "SessionRule",
+    "SessionRules",
+    "always_asked",
+    "match_session",
+]
 
 log = logging.getLogger("nb_agents.rules")
 
@@ -120,6 +132,23 @@ def numbered(rules: Sequence[ApprovalRule]) -> tuple[ApprovalRule, ...]:
         seen.add(rule.id or "")
         out.append(rule)
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """An agent's approval policy as the engine's decision step reads it (`ToolApproval.gate`).
+
+    Attributes:
+        allowed: Tool names that run without asking.
+        rules: Static rules, checked in order.
+        expires_in: How long a hold waits for a person, or None.
+        on_expiry: What answers a hold nobody answered in time, or None (a denial).
+    """
+
+    allowed: frozenset[str] = frozenset()
+    rules: tuple[ApprovalRule, ...] = ()
+    expires_in: timedelta | None = None
+    on_expiry: Expiry | None = None
 
 
 @dataclass(frozen=True)

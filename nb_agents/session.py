@@ -34,6 +34,10 @@ async def _drop(chunk: AgentStreamChunk) -> None:
     return None
 
 
+async def _no_rules() -> list[dict[str, Any]]:
+    return []
+
+
 class Session:
     """A conversation's working state during a turn.
 
@@ -43,9 +47,6 @@ class Session:
             as immutable: replace a message instead of editing it.
         custom: The custom state (any JSON value); change it with `update_custom`.
         artifacts: Named outputs; change them with `add_artifacts`.
-        rules: The session's approval rules (made by ``approve(always=True)``),
-            as stored: dicts with ``id``, ``tool``, ``action``. Kept with the
-            session's snapshots, not in its state (which is Genkit's wire value).
     """
 
     def __init__(
@@ -59,7 +60,6 @@ class Session:
         self.messages: list[Message] = list(messages or [])
         self.custom = custom
         self.artifacts: list[Artifact] = list(artifacts or [])
-        self.rules: list[dict[str, Any]] = []
         self._emit: ChunkSink = _drop
         self._patched_this_turn = False
 
@@ -170,7 +170,11 @@ class TurnContext:
         self.idempotency_base = snapshot_id or ""
         self.tools_started = False
         self.tool_runs: list[dict[str, Any]] = []
-        self.rule_answers: list[dict[str, Any]] = []  # the calls approval rules answered
+        # what the decision step decided about the calls that needed a person (for the audit),
+        # the per-session rules the turn's answers made, and how to read the session's rules now
+        self.decisions: list[tuple[str, str | None, Any, Any]] = []  # (name, ref, Decision, input)
+        self.new_rules: list[dict[str, Any]] = []
+        self.stored_rules: Callable[[], Awaitable[list[dict[str, Any]]]] = _no_rules
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

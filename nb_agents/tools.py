@@ -68,7 +68,7 @@ class ToolContext:
             downstream API that deduplicates (a payment's idempotency key).
         tool: The `Tool` being called (None when the agent has no such tool), so
             middleware can read its approval metadata.
-        answered_by_rule: Set by middleware when an approval rule answered the
+        answered_by_rule: Set by the engine when an approval rule answered the
             call (``{"rule": id, "action": "allow" | "deny"}``): the history and
             the audit say so.
     """
@@ -124,8 +124,9 @@ class Tool:
     `resumable_tool` rather than directly.
 
     Attributes:
-        needs_approval: Whether `ToolApproval` must hold a call: True, False
-            (it never does), or None (its allowlist decides, the default).
+        needs_approval: Whether a call needs a person's decision: True (held
+            for a person even when the agent has no `ToolApproval`), False (never
+            held), or None (the agent's `ToolApproval`, if any, decides; the default).
         annotations: Hints about the tool's behaviour (MCP's ``readOnlyHint``,
             ``destructiveHint``, ...), or None.
         approval_info: Extra pause data a `ToolApproval` hold of this tool
@@ -202,8 +203,13 @@ class Tool:
             )
         return self._definition
 
-    def approval_needed(self, ctx: ToolContext) -> bool | None:
-        """Whether `ToolApproval` must hold this call (`needs_approval` unless a kind knows better)."""
+    def approval_needed(self, resumed: Any = None) -> bool | None:
+        """Whether a call needs a person's decision: True (held even without `ToolApproval`),
+        False (never held), None (the agent's `ToolApproval`, if any, decides).
+
+        `resumed` is the answer the call is restarted with, if any. `needs_approval`
+        unless a kind of tool knows better.
+        """
         return self.needs_approval
 
     def _checked_expiry(self, on_expiry: Expiry | str) -> Expiry:

@@ -332,7 +332,6 @@ class SessionSnapshot(WireModel):
     owner: str | None = None
     tool_runs: list[dict[str, Any]] | None = None  # what a failed or aborted attempt's tools did
     answer: dict[str, Any] | None = None  # a failed or aborted attempt's answer (ToolResume), to retry
-    rules: list[dict[str, Any]] | None = None  # the session's approval rules as of this row
     fork_of: str | None = None  # a fork's first row: the paused snapshot it was copied from
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

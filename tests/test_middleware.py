@@ -311,7 +311,9 @@ async def test_wrap_tool_order_first_is_outermost() -> None:
 
 
 @pytest.mark.anyio
-async def test_tool_approval_inside_other_middleware_holds_before_the_tool() -> None:
+async def test_a_held_call_reaches_no_middleware_until_a_person_approves_it() -> None:
+    """The decision comes before every middleware: a held call is not seen by one (none can
+    approve it), and once approved it runs through the whole chain."""
     bank = Bank()
     log: list[str] = []
     model = ScriptedModel([TRANSFER, text_response("ok")])
@@ -320,4 +322,9 @@ async def test_tool_approval_inside_other_middleware_holds_before_the_tool() -> 
     )
     out = await agent.run_text("go")
     assert out.finish_reason == "interrupted"
-    assert log == ["outer>transferMoney"] and bank.ran == []
+    assert log == [] and bank.ran == []
+    hold = ToolApproval.interrupted(out.message.interrupts()[0])  # type: ignore[union-attr]
+    assert hold is not None
+    done = await agent.run(nba.AgentInput(resume=nba.ToolResume(restart=[hold.approve()])), state=out.state)
+    assert done.finish_reason == "stop"
+    assert log == ["outer>transferMoney", "outer<transferMoney"] and len(bank.ran) == 1

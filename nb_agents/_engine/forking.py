@@ -30,10 +30,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
-from ..stores.base import now_iso
-from ..types import SessionSnapshot
+from ..stores.base import SessionStore, now_iso
+from ..types import Message, SessionSnapshot
 from .limits import MAX_ID_LENGTH, check_id
-from .loading import resumable
+from .loading import answered_pause, resumable
 from .ownership import visible
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ async def fork_snapshot(
         snap, agent=spec.name, context=context, action="resume", authorize=spec.authorize
     ):
         raise NotFoundError(f"{what} not found.")
+    snap = await answered_pause(store, snap)  # a failed or aborted answer's row: fork the pause it answered
     if not is_paused(snap):
         ended = snap.finish_reason or snap.status or "no turn"
         raise FailedPreconditionError(
@@ -149,7 +150,9 @@ async def fork_snapshot(
         updated_at=now,
         status="completed",
         finish_reason="interrupted",
-        state=snap.state.model_copy(update={"session_id": fork_session}),
+        state=snap.state.model_copy(
+            update={"session_id": fork_session, "messages": await _fork_messages(store, snap)}
+        ),
         agent=snap.agent or spec.name,
         owner=snap.owner,
         fork_of=snap.snapshot_id,
@@ -159,6 +162,43 @@ async def fork_snapshot(
     if stored is None or stored.fork_of != snap.snapshot_id:  # a store that dropped the record
         raise FailedPreconditionError(f"the store did not keep fork {fork_id} of snapshot {snap.snapshot_id}")
     return stored
+
+
+async def _fork_messages(store: SessionStore, snap: SessionSnapshot) -> list[Message]:
+    """The paused history as the fork holds it: its pauses without deadlines, and marked where
+    an answer to the original already started the call.
+
+    A fork is answered by the person who made it, now: a deadline copied from the
+    original (perhaps past) would apply its default instead of their answer. A call
+    that an answer to the original started, in a turn that then failed or was
+    aborted, may have acted: the fork's pause says so (``metadata.started``), and
+    a restart of it runs only with ``retry=True``, as on the original.
+    """
+    assert snap.state is not None
+    messages = list(snap.state.messages)
+    started = await _started_calls(store, snap.snapshot_id)
+    last = messages[-1]
+    content = []
+    for part in last.content:
+        tr = part.tool_request
+        if tr is not None and part.is_interrupt:
+            attempt = started.get((tr.name, tr.ref))
+            part = part.with_metadata(expiresAt=None, onExpiry=None, started=attempt)
+        content.append(part)
+    messages[-1] = last.model_copy(update={"content": content})
+    return messages
+
+
+async def _started_calls(store: SessionStore, paused_id: str) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """The calls of `paused_id` that an answer's failed or aborted turn started: ``{(name, ref): mark}``."""
+    claim = await store.get_claim(paused_id)
+    if claim is None:
+        return {}
+    attempt = await store.get_snapshot(claim.child_id)
+    if attempt is None or attempt.status not in ("failed", "aborted") or not attempt.tool_runs:
+        return {}
+    mark = {"snapshotId": attempt.snapshot_id, "status": attempt.status}
+    return {(str(run.get("name")), run.get("ref")): mark for run in attempt.tool_runs}
 
 
 async def forks_of(

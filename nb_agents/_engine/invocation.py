@@ -33,6 +33,7 @@ from ..types import (
     TurnEnd,
     error_info,
 )
+from .audit import asks_rule, turn_audit
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines, due_parts, expiry_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
@@ -41,7 +42,6 @@ from .loading import PreTurnFailureError, load_session, session_of
 from .ownership import Action, principal_of
 from .records import RowFields, write_final
 from .resume import resume_digest
-from .rule_audit import asks_rule, turn_audit
 from .spec import AgentSpec
 
 __all__ = ["Expired", "Invocation", "expire", "invoke"]
@@ -89,7 +89,6 @@ class Invocation:
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
         self._attempt: Attempt | None = None  # the claim the current resume runs under
         self._ctx: TurnContext | None = None  # the current turn's context
-        self._rules_before: set[Any] = set()  # the ids of the session's rules when the turn began
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -276,7 +275,10 @@ class Invocation:
         before = session.state() if store is None else None
         self._current_input = inp
         if inp.resume is not None and not self.preempted:
-            check_deadlines(inp.resume, session.messages)  # thrown, before anything is claimed or run
+            try:  # a late answer is refused as every refused answer is: in-band, before anything runs
+                check_deadlines(inp.resume, session.messages)
+            except NbAgentsError as exc:
+                return self._output("failed", message=session.last_model(), error=error_info(exc))
         refused = self._check(inp, session)
         if refused is not None:
             return refused
@@ -324,7 +326,9 @@ class Invocation:
         )
         if self._attempt is not None:
             ctx.idempotency_base = self._attempt.idempotency_base
-        self._rules_before = {r.get("id") for r in session.rules}
+        if store is not None:
+            session_id = session.session_id
+            ctx.stored_rules = lambda: store.get_rules(session_id)  # live: read when a decision needs them
         # a handler that does not report its tools may have acted as soon as it runs
         ctx.tools_started = not self.spec.tracks_tools
         self._ctx = ctx
@@ -491,8 +495,6 @@ class Invocation:
         inp = self._current_input
         if attempt is not None and inp is not None and inp.resume is not None:
             fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
-        if self.session.rules:
-            fields["rules"] = [dict(r) for r in self.session.rules]
         return await write_final(
             self.store,
             snapshot_id,
@@ -503,6 +505,8 @@ class Invocation:
             error=error,
             audit=audit,
             fence=attempt.fence if attempt is not None and attempt.child_id == snapshot_id else None,
+            # the rules the turn's answers made are kept when its answers are recorded
+            add_rules=self._ctx.new_rules if self._ctx is not None and audit else (),
         )
 
     def _unrecorded(self, written: str, snapshot_id: str) -> AgentOutput:
@@ -520,21 +524,21 @@ class Invocation:
         return self._output("failed", message=self.session.last_model(), error=error_info(err))
 
     def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:
-        """The turn's audit: the answers it ran on, the calls rules answered, the rules it made."""
-        session = self.session
+        """The turn's audit: the answers it ran on, what rules and policy decided, the rules it made."""
+        session, ctx = self.session, self._ctx
         resume = inp.resume if inp is not None and parent_id is not None else None
-        by_rule = self._ctx.rule_answers if self._ctx is not None else []
-        if session is None or not (resume is not None or by_rule or session.rules):
+        decisions = ctx.decisions if ctx is not None else []
+        new_rules = ctx.new_rules if ctx is not None else []
+        if session is None or not (resume is not None or decisions or new_rules):
             return []  # the common turn: nothing to record, and no clock read for it
-        principal = principal_of(self.options.context)
         return turn_audit(
-            session,
+            session.session_id,
             resume,
             parent_id,
             child,
-            principal=principal,
-            rules_before=self._rules_before,
-            by_rule=by_rule,
+            principal=principal_of(self.options.context),
+            decisions=decisions,
+            new_rules=new_rules,
         )
 
     async def _claim(

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "RESUMABLE_STATUSES",
     "PreTurnFailureError",
+    "answered_pause",
+    "is_attempt",
     "load_session",
     "resumable",
     "session_of",
@@ -107,6 +109,8 @@ async def load_session(
                     "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
                 )
             )
+        if action == "resume":
+            snap = await answered_pause(store, snap)
         assert snap.state is not None
         session = session_of(snap, snap.session_id or str(uuid.uuid4()))
         return session, snap.snapshot_id, snap.owner
@@ -117,17 +121,46 @@ async def load_session(
         snap = await walk_back(store, init.session_id, leaf)
         if snap is None:
             return Session(init.session_id), None, leaf.owner if leaf is not None else principal
+        if action == "resume":
+            snap = await answered_pause(store, snap)
         return session_of(snap, init.session_id), snap.snapshot_id, snap.owner
     return Session(str(uuid.uuid4())), None, principal
 
 
 def session_of(snap: SessionSnapshot, session_id: str) -> Session:
-    """The live session of a stored snapshot: its state, and the session's rules as of it."""
+    """The live session of a stored snapshot: its state (the session's rules are read when needed)."""
     assert snap.state is not None
-    session = Session.from_state(snap.state, session_id)
-    if snap.rules:
-        session.rules = [dict(r) for r in snap.rules]
-    return session
+    return Session.from_state(snap.state, session_id)
+
+
+def is_attempt(snap: SessionSnapshot) -> bool:
+    """Whether `snap` is the row of an answer's turn that failed or was aborted (it names the answer).
+
+    Such a row holds the conversation as the pause left it, so its interrupts
+    look answerable; they are the pause's, answered already.
+    """
+    return snap.status in ("failed", "aborted") and snap.answer is not None and snap.parent_id is not None
+
+
+async def answered_pause(store: SessionStore, snap: SessionSnapshot) -> SessionSnapshot:
+    """The snapshot an answer to `snap`'s interrupts must be claimed on.
+
+    An answer's turn that failed or was aborted leaves a row (`is_attempt`)
+    whose interrupts are those of the pause it answered. An answer to them
+    (through the session id, a second tab, another partial answer) is an
+    answer to that pause, so it goes through the pause's claim: the same
+    answer replays what happened, another is refused, and only ``retry=True``
+    runs a tool that started again. `snap` itself when it is not such a row.
+    """
+    seen: set[str] = set()
+    while is_attempt(snap) and snap.snapshot_id not in seen:
+        seen.add(snap.snapshot_id)
+        assert snap.parent_id is not None
+        parent = await store.get_snapshot(snap.parent_id)
+        if parent is None or parent.session_id != snap.session_id or not resumable(parent):
+            break
+        snap = parent
+    return snap
 
 
 async def walk_back(

@@ -1,7 +1,9 @@
 """The prompt agent's turn: model calls, tool rounds, pauses and resumes.
 
 One turn = (resolve the resume, if any) then loop: call the model; if it asks
-for tools, run them all (`ToolRunner`); if any tool paused, the model message
+for tools, strip the control metadata from its calls (a model's call never
+carries an approval, an edit or a deadline mark: `interrupts.untrusted_call`),
+then run them all (`ToolRunner`); if any tool paused, the model message
 is rewritten with the pause marks, the synthetic ``role: tool`` chunk is
 emitted and the turn ends ``interrupted``; otherwise the tool message is
 appended and the model called again. The history list is extended, never
@@ -15,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import FailedPreconditionError, InternalError, InvalidArgumentError, NbAgentsError
+from ..interrupts import untrusted_call
 from ..middleware import Middleware
 from ..models.base import Model, resolve_model
 from ..session import Session, TurnContext
@@ -119,7 +122,9 @@ class PromptTurn:
                     "parts; to answer an interrupt, use AgentInput.resume instead"
                 )
         if inp.resume is not None:
-            validate_resume(inp.resume, session.messages, self.tools, partial=bool(inp.partial))
+            validate_resume(
+                inp.resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
+            )
 
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message
@@ -128,7 +133,9 @@ class PromptTurn:
         if inp.resume is not None:
             # the invocation has validated the answers (before claiming the snapshot)
             if self.toolsets:  # checked against stand-ins if the toolsets were not listed yet
-                validate_resume(inp.resume, messages, self.tools, partial=bool(inp.partial))
+                validate_resume(
+                    inp.resume, messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
+                )
             paused, tool_msg, model_msg = await runner.resume(inp.resume, messages[-1], ctx)
             messages[-1] = model_msg
             if paused:
@@ -143,6 +150,11 @@ class PromptTurn:
             if msg is None:
                 raise InternalError(f"model '{self.model.name}' returned no message")
             requests = msg.tool_requests
+            if any(p.metadata for p in requests):  # nothing the model writes decides anything
+                msg = msg.model_copy(
+                    update={"content": [untrusted_call(p) if p.tool_request else p for p in msg.content]}
+                )
+                requests = msg.tool_requests
             if not requests:
                 messages.append(msg)
                 reason = response.resolved_finish_reason()

@@ -45,8 +45,11 @@ async def write_final(
     error: AgentErrorInfo | None,
     audit: Sequence[AuditRecord] = (),
     fence: Fence | None = None,
+    add_rules: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """Write the turn's row; ``"written"``, ``"aborted"`` (an abort came first and won),
+    """Write the turn's row, with `audit` and the session rules its answers made (`add_rules`).
+
+    Returns ``"written"``, ``"aborted"`` (an abort came first and won),
     ``"stale"`` (fenced out) or ``"failed"`` (recorded as failed).
 
     `fields` may hold ``tool_runs`` and ``answer``: they are kept on any row
@@ -63,7 +66,7 @@ async def write_final(
             # abort wins the race (Genkit's rule), also over a turn that had just completed:
             # the row keeps the last good state and what the attempt's tools did
             update = {"status": "aborted", "finish_reason": "aborted", "state": state, "updated_at": now}
-            update.update({k: v for k, v in fields.items() if k in (*_ATTEMPT_FIELDS, "rules") and v})
+            update.update({k: v for k, v in fields.items() if k in _ATTEMPT_FIELDS and v})
             return cur.model_copy(update=update)
         kept = (
             fields if status != "completed" else {k: v for k, v in fields.items() if k not in _ATTEMPT_FIELDS}
@@ -80,7 +83,7 @@ async def write_final(
         )
 
     try:
-        await _save(store, snapshot_id, mutate, audit, fence)
+        await _save(store, snapshot_id, mutate, audit, fence, add_rules)
         return "aborted" if aborted else "written"
     except StaleClaimError:
         log.warning("turn %s lost its claim to a takeover; its result is dropped", snapshot_id)
@@ -122,9 +125,16 @@ async def write_final(
 
 
 async def _save(
-    store: SessionStore, snapshot_id: str, mutate: Any, audit: Sequence[AuditRecord], fence: Fence | None
+    store: SessionStore,
+    snapshot_id: str,
+    mutate: Any,
+    audit: Sequence[AuditRecord],
+    fence: Fence | None,
+    add_rules: Sequence[dict[str, Any]] = (),
 ) -> None:
-    if fence is not None:
+    if add_rules:
+        await store.save_snapshot(snapshot_id, mutate, audit=audit, fence=fence, add_rules=add_rules)
+    elif fence is not None:
         await store.save_snapshot(snapshot_id, mutate, audit=audit, fence=fence)
     elif audit:
         await store.save_snapshot(snapshot_id, mutate, audit=audit)

@@ -14,6 +14,11 @@ Rules (Genkit Go's, the strictest of the runtimes; see DESIGN.md):
   tool's input schema;
 * a respond's output must fit the tool's output schema, a restart's
   ``resumed`` value the tool's resume type;
+* ``approve(always=True)`` (``resumed.always``) answers only a call held for
+  approval (a rule for a question the tool asks would never be consulted);
+* a call that an earlier answer started, in a turn that then failed or was
+  aborted (a fork's pause marked ``metadata.started``), restarts only with
+  ``retry=True``;
 * every interrupted request must be answered, and only once.
 
 Validation runs before anything executes, so a rejected resume consumes
@@ -30,6 +35,7 @@ from pydantic import ValidationError
 from .._json import canonical
 from ..errors import FailedPreconditionError, InvalidArgumentError
 from ..interrupts import held_for_approval, interrupt_digest
+from ..rules import always_asked
 from ..tools import Tool
 from ..types import Message, Part, ToolResume
 
@@ -62,12 +68,18 @@ def _errors(exc: ValidationError) -> str:
 
 
 def validate_resume(
-    resume: ToolResume, messages: list[Message], tools: Mapping[str, Tool], *, partial: bool = False
+    resume: ToolResume,
+    messages: list[Message],
+    tools: Mapping[str, Tool],
+    *,
+    partial: bool = False,
+    retry: bool = False,
 ) -> None:
     """Check `resume` against the history; raise the Genkit error if it is wrong.
 
     With `partial` (nb_agents' ``AgentInput.partial``), interrupts may be left
     unanswered: the turn stays paused on them; at least one must be answered.
+    With `retry`, a call an earlier answer started may run again.
     """
     last = messages[-1] if messages else None
     if last is None or last.role != "model" or not last.tool_requests:
@@ -159,6 +171,21 @@ def validate_resume(
             raise InvalidArgumentError(
                 f"resume.restart references tool '{tr.name}'{_ref(tr.ref)} which this agent does not have; "
                 "answer it with respond instead."
+            )
+        if always_asked(meta.get("resumed")) and not held_for_approval(original):
+            raise InvalidArgumentError(
+                f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} asks for an 'always' rule "
+                "(approve(always=True)), but that call is not held for approval: it asks a question of "
+                "its own, which a rule cannot answer. Answer it without always=True."
+            )
+        started = (original.metadata or {}).get("started")
+        if started is not None and not retry:
+            where = started.get("snapshotId") if isinstance(started, dict) else None
+            raise FailedPreconditionError(
+                f"resume.restart for tool '{tr.name}'{_ref(tr.ref)}: an earlier answer already started this "
+                f"call (turn {where}), and that turn did not finish, so the call may have acted. It runs "
+                "again only on an explicit retry (retry=True); answer it with respond to run nothing.",
+                details={"retry": True, "attempt": where},
             )
         try:
             if "replacedInput" in meta:

@@ -1,7 +1,8 @@
 """Tool rounds of a prompt turn: running the calls, pausing, and resuming a paused round.
 
-`ToolRunner.run` runs a model message's tool requests at once, each through the
-middleware chain. If any call paused (raised `Interrupt`), `mark_paused` rewrites
+`ToolRunner.run` runs a model message's tool requests at once: each first
+through the one decision step (`decision.decide`: may it run, who decided),
+then through the middleware chain. If any call paused (raised `Interrupt`), `mark_paused` rewrites
 the model message: ``metadata.interrupt`` on the paused calls, the output of each
 finished sibling kept as ``metadata.pendingOutput``. `ToolRunner.resume` applies a
 validated answer to such a message: responds supply outputs, restarts run the
@@ -21,13 +22,16 @@ from typing import Any
 
 from ..errors import InternalError, NbAgentsError
 from ..expiry import Expiry, iso, now
-from ..interrupts import Interrupt
-from ..middleware import Middleware
+from ..interrupts import APPROVAL_PREFIX, Interrupt
+from ..middleware import Middleware, ToolApproval
+from ..rules import Gate
 from ..session import TurnContext
 from ..tools import Tool, ToolContext, ToolFail
 from ..types import Message, Part, ToolResponse, ToolResume
+from .decision import FREE, Call, decide, session_rule
+from .ownership import principal_of
 
-__all__ = ["Done", "Paused", "ToolRunner", "mark_paused", "tool_response"]
+__all__ = ["Done", "Paused", "ToolRunner", "gate_of", "mark_paused", "tool_response"]
 
 ToolCall = Callable[[Any, ToolContext], Awaitable[Any]]
 
@@ -63,6 +67,16 @@ def _paused(sig: Interrupt) -> Paused:
 Outcome = Done | Paused
 
 
+def gate_of(use: Sequence[Middleware]) -> Gate | None:
+    """The agent's approval policy: its `ToolApproval`'s, or None without one (two are refused)."""
+    gates = [mw.gate for mw in use if isinstance(mw, ToolApproval)]
+    if len(gates) > 1:
+        raise ValueError(
+            "an agent takes one ToolApproval in use=[...]; give one its allowed_tools and rules together"
+        )
+    return gates[0] if gates else None
+
+
 def _chain(use: Sequence[Middleware], last: ToolCall) -> ToolCall:
     call = last
     for mw in reversed(use):
@@ -77,30 +91,57 @@ def _chain(use: Sequence[Middleware], last: ToolCall) -> ToolCall:
 
 
 class ToolRunner:
-    """The tools of one agent, each wrapped once in its middleware chain."""
+    """The tools of one agent, each wrapped once in its middleware chain, behind one decision step."""
 
     def __init__(self, tools: Mapping[str, Tool], use: Sequence[Middleware]) -> None:
         self.tools = tools
+        self.gate = gate_of(use)
         self._calls = {name: _chain(use, tool.invoke) for name, tool in tools.items()}
 
     async def _one(self, part: Part, turn: TurnContext, restarted: bool) -> Outcome:
         tr = part.tool_request
         assert tr is not None
         meta = part.metadata or {}
+        tool = self.tools.get(tr.name)
+        call = self._calls.get(tr.name)
+        resumed = meta.get("resumed") if restarted else None
+        decision = FREE
+        if call is not None:
+            decision = await decide(
+                Call(
+                    tr.name,
+                    tr.ref,
+                    tr.input,
+                    resumed,
+                    meta.get("expired") if restarted else None,
+                    principal_of(turn.context),
+                ),
+                tool,
+                self.gate,
+                lambda: self._live_rules(turn),
+            )
+            if decision is not FREE:
+                turn.decisions.append((tr.name, tr.ref, decision, tr.input))
+            if decision.verdict == "hold":
+                return self._held(tr.name, tool)
+            if decision.verdict == "deny":
+                return Done(decision.output, decision.rule)
         key = f"{turn.idempotency_base}\n{tr.name}\n{tr.ref or ''}"
         tctx = ToolContext(
             name=tr.name,
             ref=tr.ref,
-            resumed=meta.get("resumed") if restarted else None,
-            original_input=meta.get("replacedInput", tr.input),
+            resumed=resumed,
+            original_input=meta.get("replacedInput", tr.input) if restarted else tr.input,
             metadata=meta,
             session=turn.session,
             context=turn.context,
             idempotency_key=hashlib.sha256(key.encode()).hexdigest()[:32],
-            tool=self.tools.get(tr.name),
+            tool=tool,
             send_chunk=turn.send_chunk,
         )
-        call = self._calls.get(tr.name)
+        tctx.answered_by_rule = decision.rule
+        if decision.always and not any(r.get("tool") == tr.name for r in turn.new_rules):
+            turn.new_rules.append(session_rule(tr.name, tr.ref, tctx.idempotency_key))
         try:
             if call is None:
                 available = ", ".join(self.tools) or "none"
@@ -108,12 +149,12 @@ class ToolRunner:
             turn.tools_started = True  # from here a side effect may happen: the claim is kept
             output = await call(tr.input, tctx)
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
-            return Done(output, self._by_rule(tctx, turn))
+            return Done(output, decision.rule)
         except Interrupt as sig:
             return _paused(sig)
         except ToolFail as fail:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
-            return Done({"error": fail.message}, self._by_rule(tctx, turn))
+            return Done({"error": fail.message}, decision.rule)
         except NbAgentsError:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
             raise
@@ -132,11 +173,20 @@ class ToolRunner:
             ) from exc
 
     @staticmethod
-    def _by_rule(tctx: ToolContext, turn: TurnContext) -> dict[str, Any] | None:
-        rule = tctx.answered_by_rule
-        if rule is not None:  # the audit of the turn names it, with the call it answered
-            turn.rule_answers.append({"name": tctx.name, "ref": tctx.ref, **rule})
-        return rule
+    async def _live_rules(turn: TurnContext) -> list[dict[str, Any]]:
+        """The session's rules now: as stored, and those this turn's answers made."""
+        return [*(await turn.stored_rules()), *turn.new_rules]
+
+    def _held(self, name: str, tool: Tool | None) -> Paused:
+        """The pause of a call held for a person (Genkit's approval message, and the tool's own info)."""
+        gate = self.gate
+        extra = tool.approval_info if tool is not None else None
+        sig = Interrupt(
+            {"message": f"{APPROVAL_PREFIX} {name}", **(extra or {})},
+            expires_in=gate.expires_in if gate is not None else None,
+            on_expiry=gate.on_expiry if gate is not None else None,
+        )
+        return _paused(sig)
 
     async def run(self, requests: Sequence[Part], turn: TurnContext, *, restarted: bool) -> list[Outcome]:
         """Run the requests at once, outcomes in their order.

@@ -1,25 +1,31 @@
-"""Which MCP tools `ToolApproval` holds: from the server's annotations, overridable.
+"""Which MCP tools need a person before they run: from the server's annotations, if it is trusted.
 
-MCP tools carry behaviour hints (``annotations``). nb_agents reads them so:
+MCP tools carry behaviour hints (``annotations``). MCP's spec says a client
+must treat the annotations of a server it does not trust as untrusted: a
+tool that claims ``readOnlyHint: true`` may delete. So:
 
-* a tool marked ``readOnlyHint: true`` runs without asking, unless it is also
-  marked ``destructiveHint: true`` or ``openWorldHint: true``;
-* any other tool (``destructiveHint``, ``openWorldHint``, or no marks at all) is
-  held by `nb_agents.middleware.ToolApproval` until someone approves it.
+* a server is untrusted unless it is marked ``trusted=True``
+  (`MCPServer.stdio(..., trusted=True)`); every tool of an untrusted server
+  needs a person's decision (it is held, with or without `ToolApproval`);
+* of a trusted server, a tool marked ``readOnlyHint: true`` (and not
+  ``destructiveHint`` or ``openWorldHint``) runs without asking; one marked
+  ``destructiveHint: false`` is left to the agent's `ToolApproval`, if any;
+  any other (``destructiveHint: true``, or no marks: the spec's default for
+  ``destructiveHint`` is true) needs a person, with or without `ToolApproval`.
 
-Only explicit marks count: MCP's spec defaults ``openWorldHint`` to true when it
-is absent, which would hold every read-only tool of a server that leaves it
-out. Hints are the server's word, not a guarantee: ``approval=`` (the whole
-server) and ``tool_approval=`` (one tool, by the server's name for it) override
-them. Nothing is held unless the agent uses ``ToolApproval``.
+``approval=`` (the whole server) and ``tool_approval=`` (one tool, by the
+server's name for it) are the developer's word and override both: True holds
+the tool for a person, False lets it run without asking.
 
 Example:
     >>> needs_approval({"readOnlyHint": True}, "read_file")
+    True
+    >>> needs_approval({"readOnlyHint": True}, "read_file", trusted=True)
     False
-    >>> needs_approval({"readOnlyHint": False, "destructiveHint": True}, "write_file")
+    >>> needs_approval({"readOnlyHint": False, "destructiveHint": True}, "write_file", trusted=True)
     True
-    >>> needs_approval({"readOnlyHint": True}, "read_file", tool_approval={"read_file": True})
-    True
+    >>> needs_approval({"readOnlyHint": True}, "read_file", tool_approval={"read_file": False})
+    False
 """
 
 from __future__ import annotations
@@ -44,14 +50,19 @@ def needs_approval(
     annotations: Mapping[str, Any] | None,
     tool: str,
     *,
+    trusted: bool = False,
     approval: bool | None = None,
     tool_approval: Mapping[str, bool] | None = None,
-) -> bool:
-    """Whether `ToolApproval` holds calls of `tool` (the server's name for it).
+) -> bool | None:
+    """Whether calls of `tool` (the server's name for it) need a person (`Tool.needs_approval`).
+
+    True: held for a person, with or without `ToolApproval`; False: never
+    held; None: the agent's `ToolApproval`, if any, decides.
 
     Args:
         annotations: The tool's hints, as the server listed them.
         tool: The tool's name on the server.
+        trusted: Whether the server's hints are believed (see the module docstring).
         approval: The server-wide override: True holds every tool, False none,
             None reads the hints.
         tool_approval: Per-tool overrides; they win over `approval`.
@@ -60,7 +71,13 @@ def needs_approval(
         return bool(tool_approval[tool])
     if approval is not None:
         return approval
-    return not runs_freely(annotations)
+    if not trusted:
+        return True
+    if runs_freely(annotations):
+        return False
+    if (annotations or {}).get("destructiveHint") is False:
+        return None
+    return True
 
 
 _WORDS = {

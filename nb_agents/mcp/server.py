@@ -58,8 +58,14 @@ class MCPServer:
             ``nb_agents.mcp.<name>`` and (with `prefix`) tool names.
         prefix: True names tools ``<name>_<tool>``; a string is used as the
             prefix; False (the default) keeps the server's names.
-        approval: True holds every tool for `ToolApproval`, False none, None
-            (the default) reads each tool's annotations.
+        trusted: Whether this server's tool annotations are believed. False (the
+            default): every tool needs a person's approval before it runs,
+            with or without `ToolApproval` (MCP's spec: annotations from an
+            untrusted server are untrusted). True: a ``readOnlyHint`` tool runs
+            without asking, a destructive one (or one without hints) is held
+            (see `nb_agents.mcp.approval`).
+        approval: True holds every tool for a person, False none, None
+            (the default) decides by `trusted` and the annotations.
         tool_approval: Per-tool overrides by the server's tool name (win over `approval`).
         exclude: Tools (the server's names) to leave out.
         timeout: Seconds to wait for the server to start and initialize.
@@ -78,6 +84,7 @@ class MCPServer:
         *,
         name: str,
         prefix: bool | str = False,
+        trusted: bool = False,
         approval: bool | None = None,
         tool_approval: Mapping[str, bool] | None = None,
         exclude: Sequence[str] = (),
@@ -91,6 +98,9 @@ class MCPServer:
             raise ValueError("an MCPServer needs a name= (used in errors, logs and pause data)")
         self.name = name
         self.prefix = f"{name}_" if prefix is True else (prefix or "")
+        if not isinstance(trusted, bool):
+            raise TypeError(f"trusted= takes True or False, got {trusted!r}")
+        self.trusted = trusted
         self.approval = approval
         self.tool_approval = dict(tool_approval or {})
         self.exclude = frozenset(exclude)
@@ -259,7 +269,11 @@ class MCPServer:
             if remote in self.exclude:
                 continue
             held = needs_approval(
-                info.get("annotations"), remote, approval=self.approval, tool_approval=self.tool_approval
+                info.get("annotations"),
+                remote,
+                trusted=self.trusted,
+                approval=self.approval,
+                tool_approval=self.tool_approval,
             )
             tools.append(MCPTool(self, info, name=self.prefix + remote, needs_approval=held))
         self._tools, self._tools_of = tools, conn

@@ -96,7 +96,9 @@ class MCPTool(Tool):
         title: The server's display title for it, if any.
     """
 
-    def __init__(self, server: MCPServer, listed: dict[str, Any], *, name: str, needs_approval: bool) -> None:
+    def __init__(
+        self, server: MCPServer, listed: dict[str, Any], *, name: str, needs_approval: bool | None
+    ) -> None:
         remote = str(listed["name"])
         _check_schema(server.name, remote, "input", listed.get("inputSchema"))
         if listed.get("outputSchema") is not None:
@@ -148,12 +150,12 @@ class MCPTool(Tool):
         """A restart's ``resumed``: anything, but an elicitation answer must be well formed."""
         elicitation_answer(raw)
 
-    def approval_needed(self, ctx: ToolContext) -> bool | None:
+    def approval_needed(self, resumed: Any = None) -> bool | None:
         # An answer to a question the call asked: the call got past the gate when it started.
         # Nothing runs unapproved this way: `invoke` sends an answer only to an open call,
         # and refuses one without (so a lost call is reported as such, not held again).
         try:
-            answering = elicitation_answer(ctx.resumed) is not None
+            answering = elicitation_answer(resumed) is not None
         except ValidationError:
             answering = False
         return False if answering else self.needs_approval

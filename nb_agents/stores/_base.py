@@ -19,6 +19,8 @@ This class holds what every store answers alike, on top of those:
   in its transaction, only when the row is written; a fenced save checks
   the claim first (holding it until it commits) and raises
   `StaleClaimError` without running the mutator when it is not the fence's;
+* a save adds the rules its turn made to the session's rules (none twice),
+  in the row's transaction; a drop removes one, audited in its transaction;
 * the first claim of a snapshot wins (generation 1) and writes the pending
   row of its child (unless that row exists) in the claim's transaction; a
   later claim gets the winner back and writes nothing; a replacement wins
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from ..errors import StaleClaimError
 from ..types import SessionSnapshot
@@ -131,6 +133,18 @@ class StoreTransaction(Protocol):
         """A session's records, oldest first."""
         ...
 
+    def rules(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules, oldest first ([] when it has none)."""
+        ...
+
+    def load_rules(self, session_id: str) -> list[dict[str, Any]]:
+        """As `rules`, for a `set_rules` later in the transaction (lock them, even when there are none)."""
+        ...
+
+    def set_rules(self, session_id: str, rules: list[dict[str, Any]]) -> None:
+        """Replace the session's approval rules with `rules` (which may be empty)."""
+        ...
+
 
 Tx = TypeVar("Tx", bound=StoreTransaction)
 
@@ -221,9 +235,10 @@ class BaseSessionStore(Generic[Tx]):
         *,
         audit: Sequence[AuditRecord] = (),
         fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        written = await self._run(WRITE, _save, snapshot_id, mutator, audit, fence)
+        written = await self._run(WRITE, _save, snapshot_id, mutator, audit, fence, add_rules)
         if written is not None:
             self._changed(snapshot_id)
         return written
@@ -277,6 +292,20 @@ class BaseSessionStore(Generic[Tx]):
         """A session's audit records, oldest first."""
         return await self._run(READ, _audit, session_id)
 
+    async def get_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        """The claim on `snapshot_id`, if any."""
+        return await self._run(READ, _find_claim, snapshot_id)
+
+    async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules as they are now, oldest first."""
+        return await self._run(READ, _rules, session_id)
+
+    async def drop_rule(
+        self, session_id: str, rule_id: str, *, audit: Sequence[AuditRecord] = ()
+    ) -> dict[str, Any] | None:
+        """Revoke rule `rule_id` of the session (with `audit`, in one transaction); None if it has none."""
+        return await self._run(WRITE, _drop_rule, session_id, rule_id, audit)
+
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
         """Close what the store holds open (connections); it opens them again if used again."""
@@ -319,6 +348,7 @@ def _save(
     mutator: SnapshotMutator,
     audit: Sequence[AuditRecord],
     fence: Fence | None = None,
+    add_rules: Sequence[dict[str, Any]] = (),
 ) -> SessionSnapshot | None:
     if fence is not None:
         claim = tx.hold_claim(fence.parent_id, exclusive=False)
@@ -329,34 +359,37 @@ def _save(
     new = apply_mutator(snapshot_id, current_row, mutator)
     if new is None:
         return None
-    if new.rules and new.parent_id is not None and new.parent_id != snapshot_id:
-        new = _without_revoked_rules(tx, new)
     written = tx.write(snapshot_id, current_row, new)
     if audit:
         tx.add_audit(audit)
+    if add_rules and written.session_id:
+        rules = tx.load_rules(written.session_id)
+        have = {r.get("id") for r in rules}
+        added = [dict(r) for r in add_rules if r.get("id") not in have]
+        if added:
+            tx.set_rules(written.session_id, [*rules, *added])
     return written
 
 
-def _without_revoked_rules(tx: StoreTransaction, new: SessionSnapshot) -> SessionSnapshot:
-    """`new` without the per-session rules its parent no longer has (revoked while its turn ran).
+def _rules(tx: StoreTransaction, session_id: str) -> list[dict[str, Any]]:
+    return tx.rules(session_id)
 
-    A row carries its session's approval rules forward from its parent: the
-    ones its parent has, and the ones its own turn made (``snapshotId`` is the
-    parent, the pause answered; none yet while it is being made). A rule the
-    parent lost meanwhile was revoked, and stays so. The parent is read locked
-    (`load`), so a revoke of it either committed before (and is seen here) or
-    waits for this transaction (and then finds this row, as the session's
-    latest, to revoke the rule from as well).
-    """
-    assert new.rules is not None and new.parent_id is not None
-    parent = tx.load(new.parent_id)
-    if parent is None or parent.session_id != new.session_id:
-        return new  # a first row, or a fork's copy: nothing to inherit from here
-    kept = {r.get("id") for r in parent.rules or []}
-    rules = [r for r in new.rules if r.get("id") in kept or r.get("snapshotId") in (None, new.parent_id)]
-    if len(rules) == len(new.rules):
-        return new
-    return new.model_copy(update={"rules": rules or None})
+
+def _drop_rule(
+    tx: StoreTransaction, session_id: str, rule_id: str, audit: Sequence[AuditRecord]
+) -> dict[str, Any] | None:
+    rules = tx.load_rules(session_id)
+    found = next((r for r in rules if r.get("id") == rule_id), None)
+    if found is None:
+        return None
+    tx.set_rules(session_id, [r for r in rules if r is not found])
+    if audit:
+        tx.add_audit(audit)
+    return found
+
+
+def _find_claim(tx: StoreTransaction, snapshot_id: str) -> ResumeClaim | None:
+    return tx.find_claim(snapshot_id)
 
 
 def _claim(

@@ -166,6 +166,20 @@ class Files:
         records += [decode(line) for line in self._appends.get(log, [])]
         return [AuditRecord(**{k: v for k, v in r.items() if k in _AUDIT_FIELDS}) for r in records]
 
+    # -- rules --------------------------------------------------------------------------
+    def rules(self, session_id: str) -> list[dict[str, Any]]:
+        found = self._read(self._path("rules", session_id))
+        return list(found.get("rules", [])) if isinstance(found, dict) else []
+
+    load_rules = rules  # a write transaction holds the directory's lock
+
+    def set_rules(self, session_id: str, rules: list[dict[str, Any]]) -> None:
+        path = self._path("rules", session_id)
+        if rules:
+            self._write(path, {"sessionId": session_id, "rules": rules})
+        else:
+            self._writes[path] = None
+
     # -- files --------------------------------------------------------------------------
     def commit(self) -> None:
         for path, data in self._writes.items():

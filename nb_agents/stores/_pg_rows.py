@@ -40,6 +40,7 @@ psycopg is imported by `postgres.py` first; ``import nb_agents`` never loads thi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,6 +97,9 @@ SCHEMA = (
         record TEXT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS nb_agents_audit_session ON nb_agents_audit (session_id, seq)",
     "CREATE TABLE IF NOT EXISTS nb_agents_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # a session's approval rules (JSON): what is live now, whichever row a turn continues from
+    """CREATE TABLE IF NOT EXISTS nb_agents_rules (
+        session_id TEXT COLLATE "C" PRIMARY KEY, rules TEXT NOT NULL)""",
 )
 _FIRST_NAMED = """(array_agg(meta::json ->> '{0}' ORDER BY seq)
     FILTER (WHERE meta LIKE '%"{0}"%' AND meta::json ->> '{0}' IS NOT NULL))[1]"""
@@ -131,6 +135,10 @@ _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, base_seq, base_len, tail) AS (
     SELECT seq, rev, base_len, tail FROM chain ORDER BY depth"""
 _SESSIONS = """SELECT session_id FROM nb_agents_snapshots WHERE session_id IS NOT NULL
     GROUP BY session_id ORDER BY MIN(seq)"""
+_RULES = "SELECT rules FROM nb_agents_rules WHERE session_id = %s"
+_NO_RULES = "INSERT INTO nb_agents_rules (session_id, rules) VALUES (%s, '[]') ON CONFLICT DO NOTHING"
+_SET_RULES = """INSERT INTO nb_agents_rules (session_id, rules) VALUES (%s, %s)
+    ON CONFLICT (session_id) DO UPDATE SET rules = EXCLUDED.rules"""
 _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 
 # (seq, rev, meta, state, base_seq, base_len, tail, the session's agent, its owner)
@@ -289,6 +297,24 @@ class PgRows:
     def add_audit(self, records: Sequence[AuditRecord]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany(_ADD_AUDIT, [(r.session_id, to_json(r.to_dict())) for r in records])
+
+    # -- rules ------------------------------------------------------------------------
+    def rules(self, session_id: str) -> list[dict[str, Any]]:
+        found = self.conn.execute(_RULES, (session_id,)).fetchone()
+        return list(json.loads(found[0])) if found is not None else []
+
+    def load_rules(self, session_id: str) -> list[dict[str, Any]]:
+        # the row is made if missing, so that there is a row to lock: a revoke and a
+        # save adding a rule to the same session then serialize instead of losing one
+        self.conn.execute(_NO_RULES, (session_id,))
+        found = self.conn.execute(_RULES + " FOR UPDATE", (session_id,)).fetchone()
+        return list(json.loads(found[0])) if found is not None else []
+
+    def set_rules(self, session_id: str, rules: list[dict[str, Any]]) -> None:
+        if rules:
+            self.conn.execute(_SET_RULES, (session_id, to_json(rules)))
+        else:
+            self.conn.execute("DELETE FROM nb_agents_rules WHERE session_id = %s", (session_id,))
 
     # -- histories --------------------------------------------------------------------
     def _base(self, parent_id: str | None, own_seq: int | None) -> tuple[int, list[Message]] | None:

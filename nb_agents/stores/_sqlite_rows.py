@@ -23,12 +23,13 @@ with a unary ``+`` wherever a reference meets a ``seq``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from ..types import Message, SessionSnapshot, SessionState
-from ._delta import MessageCache, history, shared_prefix
+from ._delta import MessageCache, history, shared_prefix, to_json
 from ._sqlite_codec import (
     Id,
     decode_digest,
@@ -56,6 +57,7 @@ _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind
     LEFT JOIN snapshots p ON typeof(s.parent) = 'integer' AND p.seq = s.parent
     LEFT JOIN sessions ss ON ss.key = s.session"""
 _BY_ID = _SELECT + " WHERE s.id = ?"
+_RULES = "SELECT r.rules FROM rules r JOIN sessions ss ON ss.key = r.session WHERE ss.id = ?"
 _PARENT_ROW = "SELECT seq, rev, base_len, tail, state IS NOT NULL FROM snapshots WHERE id = ?"
 _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, parent, base_len, tail) AS (
         SELECT 0, seq, rev, parent, base_len, tail FROM snapshots WHERE seq = ?
@@ -208,6 +210,28 @@ class Rows:
                     pack_audit(rec),
                 ),
             )
+
+    # -- rules ------------------------------------------------------------------------
+    def rules(self, session_id: str) -> list[dict[str, Any]]:
+        found = self.conn.execute(_RULES, (encode_id(session_id),)).fetchone()
+        return list(json.loads(found[0])) if found is not None else []
+
+    load_rules = rules  # a write transaction (BEGIN IMMEDIATE) excludes other writers
+
+    def set_rules(self, session_id: str, rules: list[dict[str, Any]]) -> None:
+        session = self._sessions.get(session_id) or self._session_key(session_id)
+        if session is None:
+            if not rules:
+                return
+            session = self._sessions[session_id] = self._intern(session_id)[0]
+        if rules:
+            self.conn.execute(
+                "INSERT INTO rules (session, rules) VALUES (?, ?) "
+                "ON CONFLICT (session) DO UPDATE SET rules = excluded.rules",
+                (session, to_json(rules)),
+            )
+        else:
+            self.conn.execute("DELETE FROM rules WHERE session = ?", (session,))
 
     # -- one row ----------------------------------------------------------------------
     def _write(

@@ -8,7 +8,10 @@ The schema (``PRAGMA user_version`` 3)::
                created, kind, meta, state, base_len, tail
     claims     snap PRIMARY KEY, digest, child, generation   -- WITHOUT ROWID
     audit      (session, n) PRIMARY KEY, snap, child, record -- WITHOUT ROWID
+    rules      session PRIMARY KEY, rules                    -- a session's approval rules (JSON)
 
+The ``rules`` table came without a version of its own: a database without it
+gains it on open (``CREATE TABLE IF NOT EXISTS``), and older readers ignore it.
 `MIGRATE` maps an older version to the statements that make it this one, run
 in the store's schema transaction before `SCHEMA` (whose statements then
 pass): version 2 gains the sessions' agent and owner, taken from the first
@@ -47,6 +50,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS audit (
         session INTEGER NOT NULL, n INTEGER NOT NULL, snap, child, record TEXT NOT NULL,
         PRIMARY KEY (session, n)) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS rules (session INTEGER PRIMARY KEY, rules TEXT NOT NULL)",
 )
 
 _FIRST_NAMED = """(SELECT json_extract(s.meta, '$.{0}') FROM snapshots s

@@ -22,6 +22,10 @@ A store keeps `SessionSnapshot` rows and owns these atomic operations:
   anything, so the interrupt can be answered again.
 * ``wait_changed(snapshot_id, timeout)``: sleep until the row may have
   changed, so a running turn notices an abort without polling.
+* a session's approval rules (made by ``approve(always=True)``): kept per
+  session, not per row, so a rule is what it is *now* whichever snapshot a
+  turn continues from. A save adds the rules its turn made (``add_rules``),
+  in the row's transaction; ``drop_rule`` revokes one; ``get_rules`` reads them.
 
 Stores also keep the audit trail (`AuditRecord`: who answered which
 interrupt, how, when) and list their sessions, for ``agent.pending()``. A
@@ -45,7 +49,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import StaleClaimError
-from ..types import Part, SessionSnapshot, ToolResume
+from ..types import SessionSnapshot
 
 __all__ = [
     "AuditRecord",
@@ -57,7 +61,6 @@ __all__ = [
     "SessionStore",
     "SnapshotMutator",
     "StaleClaimError",
-    "audit_records",
     "effective_status",
     "heartbeat_timeout",
     "leaves",
@@ -174,7 +177,7 @@ class Fence:
 
 @dataclass(frozen=True)
 class AuditRecord:
-    """One accepted answer to one interrupt.
+    """One decision about one tool call: an accepted answer, a rule, a deadline's default.
 
     Attributes:
         session_id: The conversation.
@@ -192,6 +195,12 @@ class AuditRecord:
             when there is one (else what the client claimed).
         claimed_by: What the client claimed (``resume.metadata.answeredBy``),
             kept apart from `answered_by`.
+        decision: Who decided: ``"person"`` (an answer, by `answered_by`),
+            ``"rule"`` (an approval rule), ``"expiry"`` (a deadline's default),
+            ``"policy"`` (the agent's own configuration); None in records of
+            rules made or revoked, and in records written before decisions were named.
+        input: The exact input the call ran with, when the decision let it run
+            (after an edit, the edited one); None when nothing ran.
     """
 
     session_id: str
@@ -205,73 +214,11 @@ class AuditRecord:
     answered_at: str
     answered_by: str | None = None
     claimed_by: str | None = None
+    decision: str | None = None
+    input: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def audit_records(
-    resume: ToolResume, session_id: str, parent_id: str, child_id: str, *, principal: str | None = None
-) -> list[AuditRecord]:
-    """One record per answer in `resume`, which resumed `parent_id` as `child_id`.
-
-    ``claimed_by`` is what the client claimed (``resume.metadata.answeredBy``);
-    ``answered_by`` is `principal`, the authenticated caller, when there is one,
-    else that claim.
-    """
-    meta = resume.metadata if isinstance(resume.metadata, dict) else {}
-    claimed = meta.get("answeredBy")
-    claimed = claimed if isinstance(claimed, str) else None
-    by = principal if principal is not None else claimed
-    at = now_iso()
-    records: list[AuditRecord] = []
-    for part in resume.respond:
-        if part.tool_response is not None:
-            tr = part.tool_response
-            expired = _expired(part)
-            records.append(
-                AuditRecord(
-                    session_id,
-                    parent_id,
-                    child_id,
-                    tr.name,
-                    tr.ref,
-                    "respond" if expired is None else "expired",
-                    tr.output if expired is None else expired,
-                    None,
-                    at,
-                    by if expired is None else None,
-                    claimed if expired is None else None,
-                )
-            )
-    for part in resume.restart:
-        if part.tool_request is not None:
-            rq = part.tool_request
-            pmeta = part.metadata or {}
-            replaced = rq.input if "replacedInput" in pmeta else None
-            expired = _expired(part)
-            records.append(
-                AuditRecord(
-                    session_id,
-                    parent_id,
-                    child_id,
-                    rq.name,
-                    rq.ref,
-                    "restart" if expired is None else "expired",
-                    pmeta.get("resumed") if expired is None else expired,
-                    replaced,
-                    at,
-                    by if expired is None else None,
-                    claimed if expired is None else None,
-                )
-            )
-    return records
-
-
-def _expired(part: Part) -> dict[str, Any] | None:
-    """An answer's ``metadata.expired`` (a default applied on expiry: its deadline and default), or None."""
-    mark = (part.metadata or {}).get("expired")
-    return mark if isinstance(mark, dict) else None
 
 
 @runtime_checkable
@@ -313,11 +260,14 @@ class SessionStore(Protocol):
         *,
         audit: Sequence[AuditRecord] = (),
         fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written.
 
         `audit` records are appended in the same transaction, when the row is
-        written (the mutator did not return None). The mutator runs inside the
+        written (the mutator did not return None), and so are `add_rules`
+        added to the row's session's rules (one whose ``id`` the session has
+        already is not added again). The mutator runs inside the
         transaction (for SQLite, on the caller's event loop): keep it quick and
         free of I/O. A store may run it again if the transaction had to be retried.
 
@@ -391,6 +341,23 @@ class SessionStore(Protocol):
 
     async def session_ids(self) -> list[str]:
         """Every session id with at least one snapshot."""
+        ...
+
+    async def get_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        """The claim on `snapshot_id`, if any (who resumed it, under which generation)."""
+        ...
+
+    async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules as they are now, oldest first (dicts with ``id``, ``tool``, ...)."""
+        ...
+
+    async def drop_rule(
+        self, session_id: str, rule_id: str, *, audit: Sequence[AuditRecord] = ()
+    ) -> dict[str, Any] | None:
+        """Revoke the session's rule `rule_id`: the rule as it was, or None if it has none by that id.
+
+        `audit` is appended in the same transaction, only when a rule was dropped.
+        """
         ...
 
     async def add_audit(self, records: Sequence[AuditRecord]) -> None:

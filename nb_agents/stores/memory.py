@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
-from typing import Concatenate, Final, ParamSpec, TypeVar
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar
 
 from pydantic_core import PydanticSerializationError
 
@@ -139,6 +139,7 @@ class _Rows:
         self.dependents: dict[str, set[str]] = {}  # base row -> rows built on its messages
         self.claims: dict[str, ResumeClaim] = {}
         self.audit_log: dict[str, list[AuditRecord]] = {}
+        self.session_rules: dict[str, str] = {}  # session -> its rules, as JSON (no alias to a caller's)
         self.cache = MessageCache()
         # the last rows saved or read, decoded: a turn reads what the previous one wrote
         self.recent: OrderedDict[str, tuple[int, SessionSnapshot]] = OrderedDict()
@@ -242,6 +243,20 @@ class _Rows:
         self._touch(session_id)
         return list(self.audit_log.get(session_id, []))
 
+    def rules(self, session_id: str) -> list[dict[str, Any]]:
+        self._touch(session_id)
+        found = self.session_rules.get(session_id)
+        return json.loads(found) if found is not None else []
+
+    load_rules = rules
+
+    def set_rules(self, session_id: str, rules: list[dict[str, Any]]) -> None:
+        if rules:
+            self.session_rules[session_id] = json.dumps(rules)
+        else:
+            self.session_rules.pop(session_id, None)
+        self._touch(session_id)
+
     # -- eviction ---------------------------------------------------------------------
     def _touch(self, session_id: str | None) -> None:
         """Mark a session used now (one the store holds: asking for an unknown one adds none)."""
@@ -303,6 +318,7 @@ class _Rows:
             self.claims.pop(snapshot_id, None)
             self.recent.pop(snapshot_id, None)
         self.audit_log.pop(session_id, None)
+        self.session_rules.pop(session_id, None)
         del self.touched[session_id]
 
     def _inline(self, snapshot_id: str) -> None:

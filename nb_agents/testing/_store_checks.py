@@ -243,6 +243,48 @@ class RowChecks:
         got = await store.get_snapshot("r")
         assert got is not None and (got.agent, got.owner) == ("bank", "ana") and got.created_at == ts(1)
 
+    # -- a session's rules ---------------------------------------------------------------
+    async def test_a_save_adds_its_rules_to_the_session_once(self, store: SessionStore) -> None:
+        """Rules are the session's: a save adds the ones its turn made (none twice), in its write."""
+        assert await store.get_rules("s1") == []
+        rule = {"id": "always-1", "tool": "readTable", "action": "allow", "ref": "t1"}
+        await store.save_snapshot("a", lambda cur: snap("a"), add_rules=[rule])
+        await store.save_snapshot("b", lambda cur: snap("b", parent_id="a", created=1), add_rules=[rule])
+        assert await store.get_rules("s1") == [rule]
+        assert await store.get_rules("s2") == []
+        # a save that writes nothing adds nothing
+        other = {"id": "always-2", "tool": "dropTable", "action": "allow"}
+        assert await store.save_snapshot("a", lambda cur: None, add_rules=[other]) is None
+        assert await store.get_rules("s1") == [rule]
+        got = await store.get_rules("s1")
+        got[0]["tool"] = "changed by the caller"
+        got.append(other)
+        assert await store.get_rules("s1") == [rule]  # a read is the caller's copy
+
+    async def test_a_dropped_rule_stays_dropped_whichever_row_is_written_next(
+        self, store: SessionStore
+    ) -> None:
+        first = {"id": "always-1", "tool": "readTable", "action": "allow"}
+        second = {"id": "always-2", "tool": "dropTable", "action": "allow"}
+        await store.save_snapshot("a", lambda cur: snap("a"), add_rules=[first, second])
+        revoked = answer(1)
+        assert await store.drop_rule("s1", "always-1", audit=[revoked]) == first
+        assert await store.drop_rule("s1", "always-1", audit=[answer(2)]) is None  # no second record
+        # a turn continuing from the old row writes a new one: the revoked rule does not come back
+        await store.save_snapshot("b", lambda cur: snap("b", parent_id="a", created=1))
+        assert await store.get_rules("s1") == [second]
+        assert [r.ref for r in await store.audit("s1")] == ["t1"]
+        assert await store.drop_rule("s1", "always-2") == second
+        assert await store.get_rules("s1") == []
+        assert await store.drop_rule("nobody", "always-2") is None
+
+    async def test_get_claim_reads_the_claim(self, store: SessionStore) -> None:
+        await put(store, snap("root"))
+        assert await store.get_claim("root") is None
+        assert await store.claim_resume("root", "d1", "kid") is None
+        found = await store.get_claim("root")
+        assert found is not None and (found.digest, found.child_id, found.generation) == ("d1", "kid", 1)
+
     # -- what a caller holds ----------------------------------------------------------
     async def test_reads_do_not_alias_what_is_stored(self, store: SessionStore) -> None:
         """A caller that changes the lists of a snapshot it saved, read, or was handed

@@ -18,7 +18,9 @@ from .conftest import Serve
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_late_answer_over_http_is_a_400_and_the_default_applied(serve: Serve, tmp_path: Path) -> None:
+async def test_a_late_answer_over_http_is_refused_in_band_and_the_default_applied(
+    serve: Serve, tmp_path: Path
+) -> None:
     agent, model, ran = gated(make_store("sqlite", tmp_path), expires_in=SHORT)
     url = serve(agent)
     paused = await nba.remote_agent(f"{url}/bank").chat().send("pay")
@@ -30,8 +32,10 @@ async def test_a_late_answer_over_http_is_a_400_and_the_default_applied(serve: S
     body = {"data": {"resume": {"restart": [approve]}}, "init": {"snapshotId": paused.snapshot_id}}
     async with httpx.AsyncClient() as client:
         res = await client.post(f"{url}/bank", json=body)
-    assert res.status_code == 400
-    err = res.json()
+    # refused as every refused answer is: a failed output naming the status (Genkit's shape)
+    out = res.json()["result"]
+    assert res.status_code == 200 and out["finishReason"] == "failed"
+    err = out["error"]
     assert err["status"] == "FAILED_PRECONDITION"
     assert f"expired at {i.part.metadata['expiresAt']}" in err["message"] and "denied" in err["message"]
     assert ran == []  # refused before anything ran; the default (a denial) went on instead
@@ -40,7 +44,7 @@ async def test_a_late_answer_over_http_is_a_400_and_the_default_applied(serve: S
     assert record.kind == "expired"
 
 
-async def test_the_remote_client_raises_failed_precondition_for_a_late_answer(
+async def test_the_remote_client_raises_agent_error_failed_precondition_for_a_late_answer(
     serve: Serve, tmp_path: Path
 ) -> None:
     agent, model = asking(make_store("sqlite", tmp_path), expires_in=SHORT)
@@ -48,8 +52,9 @@ async def test_the_remote_client_raises_failed_precondition_for_a_late_answer(
     chat = nba.remote_agent(f"{url}/asker").chat()
     paused = await chat.send("ask me")
     await asyncio.sleep(PAST)
-    with pytest.raises(nba.FailedPreconditionError, match="expired at"):
+    with pytest.raises(nba.AgentError, match="expired at") as info:
         await chat.resume(respond=[paused.interrupts[0].respond(True)])
+    assert info.value.status == "FAILED_PRECONDITION"
 
 
 async def test_get_snapshot_over_http_applies_the_default(serve: Serve, tmp_path: Path) -> None:

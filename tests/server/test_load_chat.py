@@ -8,6 +8,7 @@ turn continues from that snapshot. On `BaseAgent`, so a local agent and a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,9 @@ async def test_load_chat_hydrates_and_continues_from_the_snapshot(
     assert loaded.custom == {"notes": ["milk"]}
     assert [(a.name, a.parts[0].text) for a in loaded.artifacts] == [("last", "milk")]
     assert loaded.state is None  # a server-managed chat sends the snapshot id, never a state blob
-    # the next turn branches from that very snapshot
+    # the next turn branches from that very snapshot (a millisecond later: the newest leaf is the
+    # newest by creation time, to the millisecond, so two leaves made within one tie by id)
+    await asyncio.sleep(0.002)
     branch = await loaded.send("bread")
     assert branch.custom == {"notes": ["milk", "bread"]}
     assert [m.text for m in loaded.messages] == ["milk", "noted: milk", "bread", "noted: bread"]

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pg
 
@@ -91,6 +92,7 @@ class DictStore:
         self._rows: dict[str, dict[str, object]] = {}
         self._claims: dict[str, ResumeClaim] = {}
         self._audit: list[AuditRecord] = []
+        self._rules: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def _read(self, snapshot_id: str) -> SessionSnapshot | None:
@@ -132,6 +134,7 @@ class DictStore:
         *,
         audit: Sequence[AuditRecord] = (),
         fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
     ) -> SessionSnapshot | None:
         with self._lock:
             if fence is not None:
@@ -142,7 +145,29 @@ class DictStore:
             new = self._save(snapshot_id, mutator)
             if new is not None:
                 self._audit.extend(audit)
+                rules = self._rules.setdefault(new.session_id or "", [])
+                have = {r["id"] for r in rules}
+                rules.extend(dict(r) for r in add_rules if r["id"] not in have)
             return new
+
+    async def get_claim(self, snapshot_id: str) -> ResumeClaim | None:
+        with self._lock:
+            return self._claims.get(snapshot_id)
+
+    async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._rules.get(session_id, [])]
+
+    async def drop_rule(
+        self, session_id: str, rule_id: str, *, audit: Sequence[AuditRecord] = ()
+    ) -> dict[str, Any] | None:
+        with self._lock:
+            rules = self._rules.get(session_id, [])
+            found = next((r for r in rules if r["id"] == rule_id), None)
+            if found is not None:
+                rules.remove(found)
+                self._audit.extend(audit)
+            return found
 
     async def claim_resume(
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
