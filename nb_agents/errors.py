@@ -94,6 +94,9 @@ class NbAgentsError(Exception):
     """
 
     status: str = "UNKNOWN"
+    ran_nothing: bool = False
+    """Raised by a tool before it did anything (an error of this kind promises no side effect):
+    the answer that ran it was not acted on, and another answer may be given instead."""
 
     def __init__(self, message: str, *, status: str | None = None, details: Any = None) -> None:
         super().__init__(message)

@@ -169,6 +169,7 @@ class TurnContext:
         # what the engine needs to know of the turn's side effects (set by the tool rounds)
         self.idempotency_base = snapshot_id or ""
         self.tools_started = False
+        self.calls_started = 0  # calls under way or done that may have acted
         self.tool_runs: list[dict[str, Any]] = []
         # what the decision step decided about the calls that needed a person (for the audit),
         # the per-session rules the turn's answers made, and how to read the session's rules now

@@ -240,8 +240,11 @@ class Tool:
         if self._output_adapter is not None:
             self._output_adapter.validate_python(raw)
 
-    def check_resume(self, raw: Any) -> None:
-        """Validate a restart's ``resumed`` value against the resume type."""
+    def check_resume(self, raw: Any, pause: dict[str, Any] | None = None) -> None:
+        """Validate a restart's ``resumed`` value against the resume type.
+
+        `pause` is the pause data of the call it answers (``metadata.interrupt``), when known.
+        """
         if self._resume_adapter is not None and raw is not None and raw is not True:
             self._resume_adapter.validate_python(raw)
 

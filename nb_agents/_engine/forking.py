@@ -198,7 +198,11 @@ async def _started_calls(store: SessionStore, paused_id: str) -> dict[tuple[str,
     if attempt is None or attempt.status not in ("failed", "aborted") or not attempt.tool_runs:
         return {}
     mark = {"snapshotId": attempt.snapshot_id, "status": attempt.status}
-    return {(str(run.get("name")), run.get("ref")): mark for run in attempt.tool_runs}
+    return {
+        (str(run.get("name")), run.get("ref")): mark
+        for run in attempt.tool_runs
+        if run.get("outcome") != "not-run"
+    }
 
 
 async def forks_of(

@@ -88,6 +88,7 @@ class Invocation:
         self.parent_id: str | None = None
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
         self._attempt: Attempt | None = None  # the claim the current resume runs under
+        self._answering = False  # the current turn runs a claimed answer (its row names the answer)
         self._ctx: TurnContext | None = None  # the current turn's context
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
@@ -290,6 +291,7 @@ class Invocation:
             )
             return self._output("failed", message=session.last_model(), error=error_info(err))
         self._attempt = None
+        self._answering = False
         if inp.resume is not None and store is not None and parent_id is not None:
             assert snapshot_id is not None
             # the claimed turn is visible (its pending row is written with the claim, and
@@ -450,10 +452,16 @@ class Invocation:
         if not isinstance(exc, Exception):
             raise exc
         err = error_info(exc)
-        if self._attempt is not None and self._ctx is not None and self._ctx.tools_started:
+        attempt = self._attempt
+        if attempt is not None and self._ctx is not None and self._ctx.tools_started:
             # the answer took effect: sending it again replays this failure; a retry goes on
             details = err.details if isinstance(err.details, dict) else {"cause": err.details}
             err.details = {**details, "retry": True, "attempt": snapshot_id}
+        elif attempt is not None and self.store is not None:
+            # nothing acted (no tool started, or the one that did promised it did nothing): the
+            # answer was not acted on, so the interrupt takes an answer again (as after an abort)
+            await self.store.release_claim(attempt.parent_id, attempt.child_id)
+            self._attempt = None
         if self.store is not None and snapshot_id is not None:
             audit = self._audit_records(self._current_input, parent_id, snapshot_id)
             written = await self._write_final(
@@ -493,8 +501,10 @@ class Invocation:
         if runs:
             fields["tool_runs"] = list(runs)
         inp = self._current_input
-        if attempt is not None and inp is not None and inp.resume is not None:
-            fields["answer"] = inp.resume.to_wire()  # what an explicit retry sends again
+        if self._answering and inp is not None and inp.resume is not None:
+            # what an explicit retry sends again; and the mark of an answer's row, so that an answer
+            # given through it is claimed on the pause it answered (`loading.answered_pause`)
+            fields["answer"] = inp.resume.to_wire()
         return await write_final(
             self.store,
             snapshot_id,
@@ -564,6 +574,7 @@ class Invocation:
             return outcome.snapshot
         if isinstance(outcome, Attempt):
             self._attempt = outcome
+            self._answering = True
             return None
         if isinstance(outcome, SessionSnapshot):
             return await self._replay(outcome)

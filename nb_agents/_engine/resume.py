@@ -196,7 +196,8 @@ def validate_resume(
                 f"tool's input schema: {_errors(exc)}"
             ) from exc
         try:
-            tool.check_resume(meta.get("resumed"))
+            pause = (original.metadata or {}).get("interrupt")
+            tool.check_resume(meta.get("resumed"), pause if isinstance(pause, dict) else None)
         except ValidationError as exc:
             raise InvalidArgumentError(
                 f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has a resumed value that fails the "

@@ -147,6 +147,7 @@ class ToolRunner:
                 available = ", ".join(self.tools) or "none"
                 raise ToolFail(f"Tool '{tr.name}' is not available (available tools: {available}).")
             turn.tools_started = True  # from here a side effect may happen: the claim is kept
+            turn.calls_started += 1
             output = await call(tr.input, tctx)
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
             return Done(output, decision.rule)
@@ -155,8 +156,13 @@ class ToolRunner:
         except ToolFail as fail:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
             return Done({"error": fail.message}, decision.rule)
-        except NbAgentsError:
-            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
+        except NbAgentsError as exc:
+            if exc.ran_nothing:  # the tool promises it did nothing: this call acted on nothing
+                turn.calls_started -= 1
+                turn.tools_started = turn.calls_started > 0
+                turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "not-run"})
+            else:
+                turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
             raise
         except Exception as exc:
             turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})

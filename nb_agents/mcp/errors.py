@@ -50,6 +50,7 @@ class MCPSchemaError(MCPError, FailedPreconditionError):
 
 
 class MCPCallLostError(MCPError, FailedPreconditionError):
-    """An elicitation was answered, but the tool call waiting for it is gone."""
+    """An elicitation was answered, but the tool call waiting for it is gone (nothing was sent)."""
 
     status = "FAILED_PRECONDITION"
+    ran_nothing = True

@@ -146,9 +146,19 @@ class MCPTool(Tool):
             )
         return _AnyInput.model_validate(value if isinstance(value, dict) else {})
 
-    def check_resume(self, raw: Any) -> None:
-        """A restart's ``resumed``: anything, but an elicitation answer must be well formed."""
-        elicitation_answer(raw)
+    def check_resume(self, raw: Any, pause: dict[str, Any] | None = None) -> None:
+        """A restart's ``resumed``: anything, but an elicitation answer must be well formed and,
+        accepted, fit the schema the server asked with (checked before anything is claimed)."""
+        answer = elicitation_answer(raw)
+        asked = ((pause or {}).get("mcp") or {}).get("elicitation") if isinstance(pause, dict) else None
+        schema = asked.get("requestedSchema") if isinstance(asked, dict) else None
+        if answer is not None and answer.action == "accept" and isinstance(schema, dict):
+            problems = content_errors(schema, answer.content or {})
+            if problems:
+                raise InvalidArgumentError(
+                    f"the answer to MCP server '{self.server.name}''s question does not fit its "
+                    f"schema: {'; '.join(problems)}. Nothing was sent; answer it again."
+                )
 
     def approval_needed(self, resumed: Any = None) -> bool | None:
         # An answer to a question the call asked: the call got past the gate when it started.

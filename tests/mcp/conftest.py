@@ -44,7 +44,10 @@ def open_servers() -> Iterator[list[MCPServer]]:
 
 @pytest.fixture
 def everything(mcp_js: Path, open_servers: list[MCPServer]) -> MCPServer:
-    server = MCPServer.stdio(mcp_toolchain.server_command(mcp_js, "server-everything"), name="everything")
+    # trusted: these tests are about what a server's annotations mean once they are believed
+    server = MCPServer.stdio(
+        mcp_toolchain.server_command(mcp_js, "server-everything"), name="everything", trusted=True
+    )
     open_servers.append(server)
     return server
 
@@ -60,7 +63,7 @@ def fs_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def filesystem(mcp_js: Path, fs_root: Path, open_servers: list[MCPServer]) -> MCPServer:
     command = mcp_toolchain.server_command(mcp_js, "server-filesystem", str(fs_root))
-    server = MCPServer.stdio(command, name="fs", prefix=True)
+    server = MCPServer.stdio(command, name="fs", prefix=True, trusted=True)
     open_servers.append(server)
     return server
 
@@ -77,12 +80,13 @@ def notes_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def notes_server(notes_dir: Path, open_servers: list[MCPServer]) -> MCPServer:
     server = MCPServer.stdio(
-        [sys.executable, "-m", "nb_agents.mcp.demo", "--dir", str(notes_dir)], name="notes"
+        [sys.executable, "-m", "nb_agents.mcp.demo", "--dir", str(notes_dir)], name="notes", trusted=True
     )
     open_servers.append(server)
     return server
 
 
 def script_server(name: str, *args: str, **options: object) -> MCPServer:
-    """A server from ``servers/<name>.py`` over stdio."""
+    """A server from ``servers/<name>.py`` over stdio (trusted unless ``trusted=False`` is given)."""
+    options.setdefault("trusted", True)
     return MCPServer.stdio([sys.executable, str(SERVERS / f"{name}.py"), *args], name=name, **options)  # type: ignore[arg-type]

@@ -46,8 +46,11 @@ async def test_the_servers_tools_are_listed_with_its_schemas_and_annotations(eve
         "openWorldHint": False,
     }
     assert get_sum.needs_approval is False
-    assert tools["trigger-elicitation-request"].needs_approval is True  # not read-only
-    assert tools["gzip-file-as-resource"].needs_approval is True  # open world
+    # not read-only, but marked not destructive: the agent's ToolApproval decides
+    assert tools["trigger-elicitation-request"].annotations.get("destructiveHint") is False
+    assert tools["trigger-elicitation-request"].needs_approval is None
+    # open world but not destructive: the agent's ToolApproval decides too
+    assert tools["gzip-file-as-resource"].needs_approval is None
     assert everything.cached_tools() is not None
 
 
@@ -128,6 +131,7 @@ async def test_a_declined_or_cancelled_elicitation_goes_back_to_the_server(
     server = MCPServer.stdio(
         server_command(mcp_js, "server-everything"),
         name="everything",
+        trusted=True,
         tool_approval={"trigger-elicitation-request": False},
     )
     open_servers.append(server)
@@ -196,7 +200,7 @@ async def test_an_answer_after_a_restart_is_refused_clearly_even_for_a_gated_too
     mcp_js: Path, open_servers: list[MCPServer], tmp_path: Path
 ) -> None:
     def agent(model: ScriptedModel) -> nba.Agent:
-        server = MCPServer.stdio(server_command(mcp_js, "server-everything"), name="everything")
+        server = MCPServer.stdio(server_command(mcp_js, "server-everything"), name="everything", trusted=True)
         open_servers.append(server)
         store = nba.SqliteSessionStore(str(tmp_path / "agents.db"))
         return nba.define_agent(

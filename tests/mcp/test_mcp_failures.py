@@ -128,6 +128,7 @@ async def test_an_answer_whose_call_is_gone_fails_clearly_and_the_call_can_be_ru
         server = MCPServer.stdio(
             [sys.executable, "-m", "nb_agents.mcp.demo", "--dir", str(notes_dir)],
             name="notes",
+            trusted=True,
             tool_approval={"tag_note": False},
         )
         open_servers.append(server)

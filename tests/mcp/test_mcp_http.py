@@ -58,6 +58,7 @@ def http_url(notes_dir: Path) -> Iterator[str]:
 
 
 def _web(url: str, open_servers: list[MCPServer], token: str = TOKEN, **options: object) -> MCPServer:
+    options.setdefault("trusted", True)
     server = MCPServer.http(url, headers={"Authorization": f"Bearer {token}"}, name="web", **options)  # type: ignore[arg-type]
     open_servers.append(server)
     return server

@@ -36,21 +36,32 @@ pytestmark = pytest.mark.anyio
         ({"readOnlyHint": True, "destructiveHint": True}, True),
         ({"readOnlyHint": False}, True),
         ({"destructiveHint": True}, True),
+        ({"destructiveHint": False}, None),  # not destructive: the agent's ToolApproval decides
         ({"openWorldHint": True}, True),
-        ({}, True),
+        ({}, True),  # MCP's default for destructiveHint is true
         (None, True),
     ],
 )
-def test_only_a_read_only_tool_runs_without_approval(hints: dict[str, Any] | None, held: bool) -> None:
-    assert needs_approval(hints, "t") is held
+def test_of_a_trusted_server_only_a_read_only_tool_runs_without_approval(
+    hints: dict[str, Any] | None, held: bool | None
+) -> None:
+    assert needs_approval(hints, "t", trusted=True) is held
+
+
+@pytest.mark.parametrize(
+    "hints", [{"readOnlyHint": True}, {"readOnlyHint": True, "destructiveHint": False}, {}, None]
+)
+def test_every_tool_of_an_untrusted_server_needs_a_person(hints: dict[str, Any] | None) -> None:
+    assert needs_approval(hints, "t") is True
 
 
 def test_approval_is_overridable_per_server_and_per_tool() -> None:
     ro, rw = {"readOnlyHint": True}, {"destructiveHint": True}
-    assert needs_approval(ro, "a", approval=True) is True
+    assert needs_approval(ro, "a", approval=True, trusted=True) is True
     assert needs_approval(rw, "a", approval=False) is False
     assert needs_approval(rw, "a", approval=True, tool_approval={"a": False}) is False
-    assert needs_approval(ro, "a", tool_approval={"b": True}) is False
+    assert needs_approval(ro, "a", tool_approval={"b": True}, trusted=True) is False
+    assert needs_approval(ro, "a", tool_approval={"b": True}) is True
     assert (
         describe_hints({"readOnlyHint": False, "destructiveHint": True}) == "may change things, destructive"
     )
@@ -278,6 +289,7 @@ async def test_a_malformed_answer_is_rejected_before_anything_runs(
     server = MCPServer.stdio(
         [sys.executable, "-m", "nb_agents.mcp.demo", "--dir", str(notes_dir)],
         name="notes",
+        trusted=True,
         tool_approval={"tag_note": False},
     )
     open_servers.append(server)
