@@ -142,30 +142,34 @@ class ToolRunner:
         tctx.answered_by_rule = decision.rule
         if decision.always and not any(r.get("tool") == tr.name for r in turn.new_rules):
             turn.new_rules.append(session_rule(tr.name, tr.ref, tctx.idempotency_key))
+        if call is None:
+            available = ", ".join(self.tools) or "none"
+            return Done({"error": f"Tool '{tr.name}' is not available (available tools: {available})."})
+        # recorded before it starts, so a turn aborted while it runs still says it started
+        run: dict[str, Any] = {"name": tr.name, "ref": tr.ref, "outcome": "started"}
+        turn.tool_runs.append(run)
+        turn.tools_started = True  # from here a side effect may happen: the claim is kept
+        turn.calls_started += 1
         try:
-            if call is None:
-                available = ", ".join(self.tools) or "none"
-                raise ToolFail(f"Tool '{tr.name}' is not available (available tools: {available}).")
-            turn.tools_started = True  # from here a side effect may happen: the claim is kept
-            turn.calls_started += 1
             output = await call(tr.input, tctx)
-            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "done", "output": output})
+            run.update(outcome="done", output=output)
             return Done(output, decision.rule)
         except Interrupt as sig:
+            run["outcome"] = "paused"
             return _paused(sig)
         except ToolFail as fail:
-            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "refused"})
+            run["outcome"] = "refused"
             return Done({"error": fail.message}, decision.rule)
         except NbAgentsError as exc:
             if exc.ran_nothing:  # the tool promises it did nothing: this call acted on nothing
                 turn.calls_started -= 1
                 turn.tools_started = turn.calls_started > 0
-                turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "not-run"})
+                run["outcome"] = "not-run"
             else:
-                turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
+                run["outcome"] = "failed"
             raise
         except Exception as exc:
-            turn.tool_runs.append({"name": tr.name, "ref": tr.ref, "outcome": "failed"})
+            run["outcome"] = "failed"
             kind = type(exc).__name__
             raise InternalError(
                 f"Tool '{tr.name}' failed: {kind}: {exc}",

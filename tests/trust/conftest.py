@@ -1,0 +1,63 @@
+"""The trust matrix's fixtures: the attacked agent on a store (`local`), or over a real `nb-agents serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from edges.served import Served
+from store_kinds import make_store
+from trust_app import make_agent
+from trust_target import Target
+
+import nb_agents as nba
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+
+
+@pytest.fixture
+def local(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    kind, route = request.param
+    ledger = tmp_path / "ledger.jsonl"
+    return Target(route, make_agent(make_store(kind, tmp_path), ledger), ledger)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Served, nba.Agent, Path]]:
+    """A real `nb-agents serve` of the attacked agent, and the same agent on its store in this process."""
+    tmp = tmp_path_factory.mktemp(f"served-{request.param}")
+    ledger = tmp / "ledger.jsonl"
+    if request.param == "postgres":
+        import pg
+
+        db = pg.fresh_dsn()
+        store: nba.SessionStore = make_postgres(db)
+    else:
+        db = str(tmp / "trust.db")
+        store = nba.SqliteSessionStore(db)
+    path = os.pathsep.join([str(HERE), str(TESTS), os.environ.get("PYTHONPATH", "")])
+    env = {"NBA_TRUST_LEDGER": str(ledger), "NBA_TRUST_DB": db, "PYTHONPATH": path}
+    server = Served(tmp, target="trust_app:served", env=env)
+    try:
+        yield server, make_agent(store, ledger), ledger
+    finally:
+        server.stop()
+        asyncio.run(store.aclose()) if hasattr(store, "aclose") else None
+
+
+def make_postgres(dsn: str) -> nba.SessionStore:
+    from nb_agents.stores.postgres import PostgresSessionStore
+
+    return PostgresSessionStore(dsn)
+
+
+@pytest.fixture
+def over_http(served: tuple[Served, nba.Agent, Path]) -> Target:
+    server, agent, ledger = served
+    return Target("http", agent, ledger, front=nba.remote_agent(f"{server.url}/trust"))

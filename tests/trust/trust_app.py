@@ -1,0 +1,151 @@
+"""The agent the trust tests attack, in-process and under a real `nb-agents serve`.
+
+The model is told what to do by the user's message, a JSON directive:
+``{"calls": [{"name", "ref", "input", "metadata"?}]}`` makes it call those tools
+(with whatever metadata the attack puts on the calls: a prompt-injected model
+writes what it likes); after a tool round it says ``done``. Its tools write a
+line to a real ledger file *before* anything else, so the ledger says exactly
+what ran:
+
+* ``transfer(amount, to, slow=False)``: held by `ToolApproval` (no allowlist);
+  a deny rule refuses amounts over 1000; with ``slow`` it waits after its line
+  until the turn is aborted (or 30 s);
+* ``payInvoice(invoice)``: allowlisted; it asks its own question (a resumable
+  tool) and pays only on ``{"approved": true}``.
+
+Under ``nb-agents serve trust_app:served``, ``NBA_TRUST_LEDGER`` names the ledger,
+``NBA_TRUST_DB`` the SQLite file (or a PostgreSQL DSN) and ``NBA_TRUST_EXPIRES``
+the seconds a hold waits (its default then approves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+import nb_agents as nba
+from nb_agents.middleware import ToolApproval
+from nb_agents.testing import FunctionModel
+
+__all__ = ["PayReply", "directive", "make_agent", "read_ledger", "served"]
+
+LIMIT = 1000
+
+
+def directive(*calls: dict[str, Any]) -> str:
+    """The user message that makes the model call `calls`."""
+    return json.dumps({"calls": list(calls)})
+
+
+def call(
+    ref: str, amount: int = 5, *, to: str = "bob", metadata: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A ``transfer`` call of the directive."""
+    found: dict[str, Any] = {"name": "transfer", "ref": ref, "input": {"amount": amount, "to": to, **extra}}
+    if metadata is not None:
+        found["metadata"] = metadata
+    return found
+
+
+def _model(req: nba.GenerateRequest) -> dict[str, Any] | str:
+    last = req.messages[-1]
+    if last.role != "user":
+        return "done"
+    try:
+        wanted = json.loads(last.text)
+    except ValueError:
+        return "I only follow directives"
+    content = []
+    for c in wanted.get("calls", []):
+        part: dict[str, Any] = {"toolRequest": {"name": c["name"], "ref": c["ref"], "input": c["input"]}}
+        if c.get("metadata"):
+            part["metadata"] = c["metadata"]
+        content.append(part)
+    return {"message": {"role": "model", "content": content}, "finishReason": "stop"}
+
+
+class PayReply(BaseModel):
+    approved: bool
+
+
+def read_ledger(ledger: Path) -> list[dict[str, Any]]:
+    """Every run the ledger recorded, oldest first."""
+    if not ledger.exists():
+        return []
+    return [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+
+
+def _write(ledger: Path, ctx: nba.ToolContext, inp: dict[str, Any]) -> None:
+    line = {"tool": ctx.name, "session": ctx.session.session_id, "ref": ctx.ref, "input": inp}
+    with open(ledger, "a") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def make_agent(
+    store: nba.SessionStore | None,
+    ledger: Path,
+    *,
+    name: str = "trust",
+    expires_in: float | None = None,
+) -> nba.Agent:
+    """The attacked agent, on `store`, writing what runs to `ledger`."""
+
+    @nba.tool(name="transfer")
+    async def transfer(amount: int, to: str, ctx: nba.ToolContext, slow: bool = False) -> str:
+        """Move money."""
+        inp: dict[str, Any] = {"amount": amount, "to": to}
+        if slow:
+            inp["slow"] = True
+        _write(ledger, ctx, inp)
+        if slow:
+            await asyncio.sleep(30)  # until the turn is aborted
+        return f"sent {amount} to {to}"
+
+    class Invoice(BaseModel):
+        invoice: str
+
+    @nba.resumable_tool(name="payInvoice", resume=PayReply)
+    async def pay_invoice(inp: Invoice, reply: PayReply | None, ctx: nba.ToolContext) -> str:
+        """Pay an invoice, after asking."""
+        if reply is None:
+            raise nba.Interrupt({"question": f"Pay invoice {inp.invoice}?"})
+        if not reply.approved:
+            return "not paid"
+        _write(ledger, ctx, inp.model_dump())
+        return f"paid {inp.invoice}"
+
+    gate = ToolApproval(
+        allowed_tools=["payInvoice"],
+        rules=[nba.ApprovalRule("transfer", when=lambda i: i.get("amount", 0) > LIMIT, action="deny")],
+        expires_in=timedelta(seconds=expires_in) if expires_in is not None else None,
+        on_expiry=nba.Expiry.approve() if expires_in is not None else None,
+    )
+    return nba.define_agent(
+        name, model=FunctionModel(_model), tools=[transfer, pay_invoice], store=store, use=[gate]
+    )
+
+
+def _served() -> nba.Agent:
+    db = os.environ.get("NBA_TRUST_DB", "")
+    store: nba.SessionStore
+    if "dbname=" in db or db.startswith("postgres"):
+        from nb_agents.stores.postgres import PostgresSessionStore
+
+        store = PostgresSessionStore(db)
+    else:
+        store = nba.SqliteSessionStore(db or "trust.db")
+    expires = os.environ.get("NBA_TRUST_EXPIRES")
+    return make_agent(
+        store,
+        Path(os.environ.get("NBA_TRUST_LEDGER", os.devnull)),
+        expires_in=float(expires) if expires else None,
+    )
+
+
+served = _served() if "NBA_TRUST_LEDGER" in os.environ else None
