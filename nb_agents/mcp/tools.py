@@ -117,7 +117,14 @@ class MCPTool(Tool):
         self._output: dict[str, Any] | None = listed.get("outputSchema")
         self.annotations = dict(listed.get("annotations") or {})
         self.needs_approval = needs_approval
-        self.approval_info = {"mcp": {"server": server.name, "tool": remote, "annotations": self.annotations}}
+        self.approval_info = {
+            "mcp": {
+                "server": server.name,
+                "tool": remote,
+                "annotations": self.annotations,
+                "trusted": server.trusted,
+            }
+        }
 
     @property
     def input_schema(self) -> dict[str, Any]:

@@ -259,5 +259,7 @@ def mcp_html(mcp: dict[str, Any]) -> str:
         else "no annotations"
     )
     where = f"MCP server <b>{esc(mcp['server'])}</b> · tool <code>{esc(mcp.get('tool', ''))}</code>"
-    tail = f" · {marks}" if "annotations" in mcp else ""
+    # an untrusted server's hints are its claims (MCP's spec): say so where they are shown
+    claimed = "" if mcp.get("trusted", True) else "the server claims "
+    tail = f" · {claimed}{marks}" if "annotations" in mcp else ""
     return f'<div class="nba-mcp" style="{MUTED}">{where}{tail}</div>'

@@ -63,6 +63,7 @@ async def test_a_write_is_held_for_approval_and_runs_exactly_once(
                 "idempotentHint": True,
                 "openWorldHint": False,
             },
+            "trusted": True,
         },
     }
     assert not target.exists()  # held: nothing was written
