@@ -12,7 +12,8 @@ turn like any interrupt::
                                "inputRequired": {"key": "<the question asked now>",
                                                  "requestState": "<the server's state>",
                                                  "requests": {"<key>": {<elicitation params>}, ...},
-                                                 "answers": {"<key>": {<ElicitResult>}, ...}}}}
+                                                 "answers": {"<key>": {<ElicitResult>}, ...},
+                                                 "given": [{"question": {...}, "answer": {...}}, ...]}}}
 
 An answer (a restart of the same call, as for any elicitation) is read against
 that stored data, never against what the caller sends, and can come from any
@@ -25,7 +26,9 @@ minutes, and a server that restarted without a shared key cannot read it),
 the call runs again from its first round, and a question asked again that is
 the same question (same message and schema) gets the answer already given; a
 different question pauses the turn. The protocol allows it: a 2026-era server
-runs the tool again at every round anyway. `Supply` carries those answers.
+runs the tool again at every round anyway. `Supply` carries those answers,
+every answer of the call so far (``given``), since the earlier rounds' answers
+may live only in the state the server refused.
 """
 
 from __future__ import annotations
@@ -89,15 +92,32 @@ class Retry:
 
 @dataclass(slots=True)
 class Supply:
-    """Answers a person already gave, by question (`fingerprint`), for a call run again."""
+    """Answers a person already gave in a call, by question (`fingerprint`), for the
+    call run again."""
 
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    given: list[dict[str, Any]] = field(default_factory=list)  # {"question": ..., "answer": ...}
 
     def add(self, question: dict[str, Any], answer: dict[str, Any]) -> None:
-        self.answers[fingerprint(question)] = answer
+        mark = fingerprint(question)
+        self.given = [g for g in self.given if fingerprint(g["question"]) != mark]
+        self.given.append({"question": question, "answer": answer})
 
     def get(self, question: dict[str, Any]) -> dict[str, Any] | None:
-        return self.answers.get(fingerprint(question))
+        mark = fingerprint(question)
+        return next((g["answer"] for g in self.given if fingerprint(g["question"]) == mark), None)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Supply:
+        given = value if isinstance(value, list) else []
+        return cls(
+            [
+                {"question": g["question"], "answer": g["answer"]}
+                for g in given
+                if isinstance(g, dict)
+                and isinstance(g.get("question"), dict)
+                and isinstance(g.get("answer"), dict)
+            ]
+        )
 
 
 @dataclass(slots=True)
@@ -107,6 +127,7 @@ class Round:
     request_state: str | None
     requests: dict[str, dict[str, Any]]
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    supply: Supply = field(default_factory=Supply)  # every answer of the call so far
 
     @classmethod
     def from_pause(cls, data: Any) -> tuple[Round, str] | None:
@@ -122,21 +143,20 @@ class Round:
             state if isinstance(state, str) else None,
             dict(stored["requests"]),
             dict(answers) if isinstance(answers, dict) else {},
+            Supply.from_json(stored.get("given")),
         )
         return round_, str(stored.get("key", ""))
 
-    def supply(self) -> Supply:
-        """The answers so far, by question."""
-        out = Supply()
-        for key, answer in self.answers.items():
-            if key in self.requests:
-                out.add(self.requests[key], answer)
-        return out
+    def answer(self, key: str, answer: dict[str, Any]) -> None:
+        """Record the person's answer to question `key`."""
+        self.answers[key] = answer
+        if key in self.requests:
+            self.supply.add(self.requests[key], answer)
 
-    def fill(self, supply: Supply) -> None:
-        """Answer from `supply` every question it has an answer for."""
+    def fill(self) -> None:
+        """Answer every question the call was already given an answer to."""
         for key, params in self.requests.items():
-            given = supply.get(params)
+            given = self.supply.get(params)
             if key not in self.answers and given is not None:
                 self.answers[key] = given
 
@@ -154,6 +174,7 @@ class Round:
             "requestState": self.request_state,
             "requests": self.requests,
             "answers": self.answers,
+            "given": self.supply.given,
         }
         return data
 

@@ -201,7 +201,8 @@ class MCPTool(Tool):
         """A restart that answers the question this call asked."""
         stored = stored_pause(ctx)
         data, arguments = stored if stored is not None else ({}, {})
-        question = (data.get("mcp") or {}).get("elicitation") or {}
+        asked = (data.get("mcp") or {}).get("elicitation") or {}
+        question = {"message": data.get("message"), **asked}  # as the server sent it (its params)
         open_call = self.server.take(key)
         if open_call is not None and open_call.question is not None:
             question = open_call.question
@@ -222,12 +223,10 @@ class MCPTool(Tool):
         stored_round = Round.from_pause(data)
         if stored_round is not None:  # a 2026-07-28 question: its state came with the pause
             round_, asked = stored_round
-            supply = round_.supply()
-            supply.add(round_.requests.get(asked, question), answer.result())
-            round_.answers[asked] = answer.result()
+            round_.answer(asked, answer.result())
             if round_.open_key() is not None:  # more questions of the same result: ask the next
                 raise Interrupt(round_.pause(self.server.name, self.remote_name))
-            return await self._retry(round_.retry(), key, ctx, arguments, supply)
+            return await self._retry(round_.retry(), key, ctx, arguments, round_.supply)
         if answer.rerun:  # the person chose to run the lost call again, with this answer
             supply = Supply()
             supply.add(question, answer.result())
@@ -302,8 +301,8 @@ class MCPTool(Tool):
                         f"MCP server '{self.server.name}' asked for {', '.join(sorted(set(other)))} "
                         f"to run '{self.remote_name}', which nb_agents does not provide"
                     )
-                round_ = Round(event.result.request_state, asks)
-                round_.fill(supply)
+                round_ = Round(event.result.request_state, asks, supply=supply)
+                round_.fill()
                 if round_.open_key() is not None:
                     raise Interrupt(round_.pause(self.server.name, self.remote_name))
                 automatic += 1
