@@ -10,10 +10,11 @@ turn like any interrupt::
 
     {"message": "...", "mcp": {"server": ..., "tool": ..., "elicitation": {...},
                                "inputRequired": {"key": "<the question asked now>",
-                                                 "requestState": "<the server's state>",
-                                                 "requests": {"<key>": {<elicitation params>}, ...},
-                                                 "answers": {"<key>": {<ElicitResult>}, ...},
-                                                 "given": [{"question": {...}, "answer": {...}}, ...]}}}
+                                                 "requestState": "<the server's state>"}}}
+
+and, only when there are any: ``requests`` (the result's other questions, key
+-> elicitation params), ``answers`` (key -> ``ElicitResult``, given so far in
+this round) and ``given`` (every answer of the call, ``[{question, answer}]``).
 
 An answer (a restart of the same call, as for any elicitation) is read against
 that stored data, never against what the caller sends, and can come from any
@@ -135,17 +136,22 @@ class Round:
         when the pause is not a 2026-07-28 question (a held call, a 2025-era question)."""
         mcp = data.get("mcp") if isinstance(data, dict) else None
         stored = mcp.get("inputRequired") if isinstance(mcp, dict) else None
-        if not isinstance(stored, dict) or not isinstance(stored.get("requests"), dict):
+        if not isinstance(stored, dict) or not isinstance(stored.get("key"), str):
             return None
-        state = stored.get("requestState")
-        answers = stored.get("answers")
+        assert isinstance(data, dict) and isinstance(mcp, dict)
+        key, state = stored["key"], stored.get("requestState")
+        others, answers = stored.get("requests"), stored.get("answers")
+        asked = mcp.get("elicitation")
+        asked = asked if isinstance(asked, dict) else {}
+        requests = {key: {"message": data.get("message"), **asked}}  # the question, as it was sent
+        requests.update({k: v for k, v in (others or {}).items() if isinstance(v, dict) and k != key})
         round_ = cls(
             state if isinstance(state, str) else None,
-            dict(stored["requests"]),
+            requests,
             dict(answers) if isinstance(answers, dict) else {},
             Supply.from_json(stored.get("given")),
         )
-        return round_, str(stored.get("key", ""))
+        return round_, key
 
     def answer(self, key: str, answer: dict[str, Any]) -> None:
         """Record the person's answer to question `key`."""
@@ -169,13 +175,12 @@ class Round:
         key = self.open_key()
         assert key is not None
         data = elicitation_pause(server, tool, self.requests[key])
-        data["mcp"]["inputRequired"] = {
-            "key": key,
-            "requestState": self.request_state,
-            "requests": self.requests,
-            "answers": self.answers,
-            "given": self.supply.given,
-        }
+        stored: dict[str, Any] = {"key": key, "requestState": self.request_state}
+        others = {k: v for k, v in self.requests.items() if k != key}
+        for name, value in (("requests", others), ("answers", self.answers), ("given", self.supply.given)):
+            if value:
+                stored[name] = value
+        data["mcp"]["inputRequired"] = stored
         return data
 
     def retry(self) -> Retry:

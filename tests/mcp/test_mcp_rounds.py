@@ -59,6 +59,7 @@ async def test_each_question_of_a_result_pauses_in_turn_and_the_retry_carries_th
     assert budget.message == "Your budget for Lisbon?"
     stored = second.interrupts[0].data["mcp"]["inputRequired"]
     assert stored["requestState"]  # the second round carries the server's state
+    assert set(stored) == {"key", "requestState", "given"}  # the one question of its round
     assert [g["answer"] for g in stored["given"]] == [
         {"action": "accept", "content": {"when": "May"}},
         {"action": "accept", "content": {"who": "Ada"}},
