@@ -86,15 +86,19 @@ class StderrTail:
         self.writer = os.fdopen(write_fd, "w")
         self._reader = os.fdopen(read_fd, "r", errors="replace")
         self._logger = logger
+        self.closed = threading.Event()  # set once the server's stderr ended (it exited)
         threading.Thread(target=self._pump, name=f"{logger.name}-stderr", daemon=True).start()
 
     def _pump(self) -> None:
-        with self._reader:
-            for line in self._reader:
-                line = line.rstrip()
-                if line:
-                    self.lines.append(line)
-                    self._logger.debug("stderr: %s", line)
+        try:
+            with self._reader:
+                for line in self._reader:
+                    line = line.rstrip()
+                    if line:
+                        self.lines.append(line)
+                        self._logger.debug("stderr: %s", line)
+        finally:
+            self.closed.set()
 
     def close_writer(self) -> None:
         """Our copy of the write end (the child keeps its own; EOF comes when it exits)."""
@@ -179,6 +183,9 @@ class Connection:
                 await stack.enter_async_context(client)
                 self.session = client.session
                 self.http_error = None  # a legacy server may have refused the probe for server/discover
+                tools = getattr(self.session.server_capabilities, "tools", None)
+                if self.modern and getattr(tools, "list_changed", None):
+                    tg.start_soon(self._watch_tools, client)
                 ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - the connection's end, whatever it was
@@ -196,8 +203,12 @@ class Connection:
         async with sink:
             async for message in source:
                 await sink.send(message)
-        if not self._stop.is_set():
-            self._died(None)
+            if not self._stop.is_set():  # before the session hears of it: calls fail with our reason
+                if self.stderr is not None:  # its last words may still be on their way: wait a little
+                    import anyio
+
+                    await anyio.to_thread.run_sync(self.stderr.closed.wait, 2.0)
+                self._died(None)
 
     def _died(self, error: BaseException | None) -> None:
         if self.dead.is_set():
@@ -256,6 +267,16 @@ class Connection:
         text = data if isinstance(data, str) else _json(data)
         where = f"{params.logger}: " if getattr(params, "logger", None) else ""
         self.logger.log(_LEVELS.get(str(params.level), logging.INFO), "%s%s", where, text)
+
+    async def _watch_tools(self, client: Any) -> None:
+        """A 2026-07-28 server says its tools changed only on a stream the client opens."""
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self.tools_stale = True
+        except Exception as exc:  # noqa: BLE001 - no stream of changes: the listing stays as it is
+            if not self._stop.is_set():
+                self.logger.debug("no stream of tool changes: %s", describe(exc))
 
     async def _on_message(self, message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":

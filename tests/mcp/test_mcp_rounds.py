@@ -105,3 +105,24 @@ async def test_after_a_restart_the_state_is_sent_back_or_the_call_runs_again_wit
             "Lisbon answers=when,who state=no",
             "Lisbon answers=budget state=yes",
         ]
+
+
+async def test_a_tool_the_server_adds_is_offered_on_the_next_turn(
+    tmp_path: Path, open_servers: list[MCPServer]
+) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_response(("learn", "l1", {"name": "wave"})),
+            text_response("learned"),
+            tool_call_response(("wave", "w1", {})),
+            text_response("waved"),
+        ]
+    )
+    chat = _agent(_asker(tmp_path / "legs.txt", open_servers), model, tmp_path / "a.db").chat()
+    assert (await chat.send("learn to wave")).finish_reason == "stop"
+    assert "wave" not in {d.name for d in model.requests[0].tools}
+    # the server said so on the stream of changes this client listens to: listed again
+    done = await chat.send("wave")
+    assert done.finish_reason == "stop"
+    assert "wave" in {d.name for d in model.requests[2].tools}
+    assert last_tool_output(model) == {"result": "I am wave"}

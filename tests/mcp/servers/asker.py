@@ -1,6 +1,7 @@
 """An MCP server whose tool asks its questions the 2026-07-28 way (SDK 2 `MCPServer`, stdio).
 
-Run as ``python asker.py LEGS_FILE [KEY]``. ``plan_trip(city)`` needs three
+Run as ``python asker.py LEGS_FILE [KEY]``. ``learn(name)`` adds a tool ``name``
+and says the tool list changed (on the stream a 2026-07-28 client listens to). ``plan_trip(city)`` needs three
 answers, asked over two rounds: its first result is "input required" with two
 questions (``when``, ``who``), its second asks ``budget`` and carries the
 first answers in its ``requestState``; the third leg returns the plan. Each
@@ -69,6 +70,18 @@ async def plan_trip(city: str, ctx: Context) -> str | InputRequiredResult:
         )
     budget = _value(responses["budget"], "budget")
     return f"{city}: {known['who']} on {known['when']}, budget {budget}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+async def learn(name: str, ctx: Context) -> str:
+    """Add a tool that says its name."""
+
+    def said() -> str:
+        return f"I am {name}"
+
+    server.add_tool(said, name=name, description=f"Say {name}")
+    await ctx.notify_tools_changed()
+    return f"learned {name}"
 
 
 if __name__ == "__main__":
