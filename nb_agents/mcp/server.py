@@ -186,7 +186,6 @@ class MCPServer:
                 headers=sent,
                 timeout=httpx2.Timeout(timeout, read=None),
                 transport=transport,
-                follow_redirects=True,
                 event_hooks={"response": [conn.saw_http_response]},
             )
             async with client, streamable_http_client(url, http_client=client) as streams:
