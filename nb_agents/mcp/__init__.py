@@ -1,4 +1,4 @@
-"""MCP servers as agent tools, on the official ``mcp`` SDK (``pip install 'nb_agents[mcp]'``).
+"""MCP servers as agent tools, on the official ``mcp`` SDK 2 (``pip install 'nb_agents[mcp]'``).
 
 An `MCPServer` goes in ``define_agent(..., tools=[...])`` beside ordinary
 tools. Its tools are listed on the agent's first turn (the connection opens
@@ -20,6 +20,8 @@ What the package owns, one module each:
 * `tools`: `MCPTool`, a server's tool as an nb_agents `Tool`;
 * `approval`: which tools `ToolApproval` holds, from their annotations;
 * `elicitation`: a server's question as an interrupt, and its answers;
+* `rounds`: a 2026-07-28 server's questions, returned as a result with its
+  state: pauses that any process can answer;
 * `progress`: progress notifications as stream chunks;
 * `errors`: `MCPError` and its kinds, each naming the server.
 

@@ -13,6 +13,13 @@ The owner relays the transport's messages to the session, so it sees the
 moment a server goes away (a stdio server's output closes, an HTTP transport
 fails): the connection is marked dead, every call in flight fails with a
 `MCPConnectionError` naming the server, and the next use reconnects.
+
+The session is the SDK's `mcp.Client` (``mode="auto"``): it asks the server
+for ``server/discover`` and speaks the 2026-07-28 revision when the server
+does, or falls back to the ``initialize`` handshake of a 2025-era server
+(`Connection.modern` says which). Only a 2025-era server may ask a question
+in the middle of a call (`_on_elicit`); a 2026-era server returns its question
+as the call's result instead (see `nb_agents.mcp.rounds`).
 """
 
 from __future__ import annotations
@@ -79,15 +86,19 @@ class StderrTail:
         self.writer = os.fdopen(write_fd, "w")
         self._reader = os.fdopen(read_fd, "r", errors="replace")
         self._logger = logger
+        self.closed = threading.Event()  # set once the server's stderr ended (it exited)
         threading.Thread(target=self._pump, name=f"{logger.name}-stderr", daemon=True).start()
 
     def _pump(self) -> None:
-        with self._reader:
-            for line in self._reader:
-                line = line.rstrip()
-                if line:
-                    self.lines.append(line)
-                    self._logger.debug("stderr: %s", line)
+        try:
+            with self._reader:
+                for line in self._reader:
+                    line = line.rstrip()
+                    if line:
+                        self.lines.append(line)
+                        self._logger.debug("stderr: %s", line)
+        finally:
+            self.closed.set()
 
     def close_writer(self) -> None:
         """Our copy of the write end (the child keeps its own; EOF comes when it exits)."""
@@ -120,6 +131,7 @@ class Connection:
         self.error: BaseException | None = None
         self.stderr: StderrTail | None = None
         self.tools_stale = False
+        self.http_error: str | None = None  # the last HTTP error status the server answered with
         self._stop = asyncio.Event()
         self._closing = False
         self._owner: asyncio.Task[None] | None = None
@@ -141,7 +153,7 @@ class Connection:
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         import anyio
-        from mcp import ClientSession
+        from mcp import Client
         from mcp.types import Implementation
 
         try:
@@ -158,18 +170,22 @@ class Connection:
                 to_session, from_relay = anyio.create_memory_object_stream[Any](0)
                 stack.push_async_callback(from_relay.aclose)  # the session does not close it
                 tg.start_soon(self._relay, streams[0], to_session)
-                session = await stack.enter_async_context(
-                    ClientSession(
-                        from_relay,
-                        streams[1],
-                        elicitation_callback=self._on_elicit,
-                        logging_callback=self._on_log,
-                        message_handler=self._on_message,
-                        client_info=Implementation(name="nb_agents", version=_version()),
-                    )
+                client = Client(
+                    contextlib.nullcontext((from_relay, streams[1])),  # type: ignore[arg-type]  # a Transport
+                    mode="auto",
+                    elicitation_callback=self._on_elicit,
+                    logging_callback=self._on_log,
+                    log_level="debug",  # 2026-era servers send logs only to requests that ask for them
+                    message_handler=self._on_message,
+                    client_info=Implementation(name="nb_agents", version=_version()),
+                    cache=None,  # `MCPServer` keeps the listing until the server says it changed
                 )
-                await session.initialize()
-                self.session = session
+                await stack.enter_async_context(client)
+                self.session = client.session
+                self.http_error = None  # a legacy server may have refused the probe for server/discover
+                tools = getattr(self.session.server_capabilities, "tools", None)
+                if self.modern and getattr(tools, "list_changed", None):
+                    tg.start_soon(self._watch_tools, client)
                 ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - the connection's end, whatever it was
@@ -187,8 +203,12 @@ class Connection:
         async with sink:
             async for message in source:
                 await sink.send(message)
-        if not self._stop.is_set():
-            self._died(None)
+            if not self._stop.is_set():  # before the session hears of it: calls fail with our reason
+                if self.stderr is not None:  # its last words may still be on their way: wait a little
+                    import anyio
+
+                    await anyio.to_thread.run_sync(self.stderr.closed.wait, 2.0)
+                self._died(None)
 
     def _died(self, error: BaseException | None) -> None:
         if self.dead.is_set():
@@ -219,10 +239,18 @@ class Connection:
         self._died(None)
 
     def failure(self, what: str) -> MCPConnectionError:
-        """The error for this server, with the last lines it wrote to stderr."""
+        """The error for this server, with the last lines it wrote to stderr (or its HTTP status)."""
         tail = self.stderr.tail() if self.stderr is not None else ""
         said = f"\nits last words on stderr:\n{tail}" if tail else ""
+        if self.http_error and self.http_error not in what:
+            # the SDK reports a refused request as a JSON-RPC error without the status: say it
+            what = f"{what} (it answered {self.http_error})"
         return MCPConnectionError(f"MCP server '{self.server}' {what}{said}", server=self.server)
+
+    async def saw_http_response(self, response: Any) -> None:
+        """An HTTP transport's response hook: keep the status of a refusal (401, 403, 5xx)."""
+        if response.status_code >= 400:
+            self.http_error = f"HTTP {response.status_code} {response.reason_phrase}".strip()
 
     # -- what the server sends -------------------------------------------------------------
     async def _on_elicit(self, context: Any, params: Any) -> Any:
@@ -240,9 +268,18 @@ class Connection:
         where = f"{params.logger}: " if getattr(params, "logger", None) else ""
         self.logger.log(_LEVELS.get(str(params.level), logging.INFO), "%s%s", where, text)
 
+    async def _watch_tools(self, client: Any) -> None:
+        """A 2026-07-28 server says its tools changed only on a stream the client opens."""
+        try:
+            async with client.listen(tools_list_changed=True) as changes:
+                async for _ in changes:
+                    self.tools_stale = True
+        except Exception as exc:  # noqa: BLE001 - no stream of changes: the listing stays as it is
+            if not self._stop.is_set():
+                self.logger.debug("no stream of tool changes: %s", describe(exc))
+
     async def _on_message(self, message: Any) -> None:
-        root = getattr(message, "root", None)
-        if getattr(root, "method", None) == "notifications/tools/list_changed":
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
             self.tools_stale = True
         elif isinstance(message, Exception):
             self.logger.warning("transport error: %s", describe(message))
@@ -259,18 +296,42 @@ class Connection:
                 params=PaginatedRequestParams(cursor=cursor) if cursor else None
             )
             tools.extend(page.tools)
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if not cursor:
                 break
         self.tools_stale = False
         return tools
 
-    def new_call(self, name: str, arguments: dict[str, Any]) -> Call:
-        """A call of tool `name` (not started: ``await call.start()``)."""
+    @property
+    def modern(self) -> bool:
+        """Whether the session speaks the 2026-07-28 revision (questions come back as results)."""
+        version = getattr(self.session, "protocol_version", None) or ""
+        return version >= "2026-07-28"
+
+    def new_call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> Call:
+        """A call of tool `name` (not started: ``await call.start()``).
+
+        With `input_responses` (and the `request_state` the server returned), the
+        call is the retry of one whose result was "input required" (2026-07-28).
+        """
 
         async def run(call: Call) -> Any:
             try:
-                return await self.session.call_tool(name, arguments, progress_callback=call.on_progress)
+                return await self.session.call_tool(
+                    name,
+                    arguments,
+                    progress_callback=call.on_progress,
+                    input_responses=input_responses,
+                    request_state=request_state,
+                    allow_input_required=True,
+                )
             finally:
                 self.calls.discard(call)
 

@@ -1,4 +1,4 @@
-"""A small MCP server to try nb_agents.mcp with: notes in a folder, built on the SDK's FastMCP.
+"""A small MCP server to try nb_agents.mcp with: notes in a folder, built on the SDK's `MCPServer`.
 
 Run it over stdio (what `MCPServer.stdio` starts)::
 
@@ -14,31 +14,51 @@ Its tools show each thing nb_agents does with MCP: ``list_notes`` and
 and ``delete_note`` destructive (held for approval), ``tag_note`` asks the user
 for input in the middle of the call (an elicitation: a form in the notebook),
 and ``index_notes`` reports progress and sends log messages.
+
+``tag_note`` asks through a resolver, so one tool body serves both protocol
+eras: a 2026-07-28 client gets the question back as the call's result ("input
+required", with sealed state it sends back with the answer), a 2025-era client
+gets it as a request in the middle of the call. The state is sealed with a key
+kept in the notes folder (``.request-state-key``), so a question asked before
+the server restarted (with the kernel that started it) can still be answered.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import secrets
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp import MCPDeprecationWarning
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    RequestStateSecurity,
+    Resolve,
+)
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 __all__ = ["TagChoice", "build", "main"]
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
-WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 PRIORITIES = ("low", "normal", "high")
+KEY_FILE = ".request-state-key"
 
 
 class TagChoice(BaseModel):
     """How to tag a note."""
 
-    # a plain str with an enum in its schema: FastMCP's elicitation takes primitive types only
+    # a plain str with an enum in its schema: elicitation schemas take primitive types only
     priority: str = Field(
         "normal", description="How urgent the note is", json_schema_extra={"enum": list(PRIORITIES)}
     )
@@ -53,10 +73,29 @@ def _safe(folder: Path, name: str) -> Path:
     return path
 
 
-def build(folder: Path) -> FastMCP:
+def _state_key(folder: Path) -> str:
+    """The key that seals the state of a question (created once, readable by its owner only)."""
+    path = folder / KEY_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    key = secrets.token_hex(32)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(key)
+    return key
+
+
+async def _ask_tag(name: str) -> Elicit[TagChoice]:
+    # built from the tool's arguments only: the answer is matched to the question on the retry
+    return Elicit(f"How should '{name}' be tagged?", TagChoice)
+
+
+def build(folder: Path) -> MCPServer:
     """The notes server over `folder` (created if missing)."""
     folder.mkdir(parents=True, exist_ok=True)
-    server = FastMCP("nb-agents-notes", log_level="WARNING")
+    security = RequestStateSecurity(keys=[_state_key(folder)])
+    server = MCPServer("nb-agents-notes", log_level="WARNING", request_state_security=security)
 
     @server.tool(annotations=READ_ONLY)
     def list_notes() -> list[str]:
@@ -81,11 +120,10 @@ def build(folder: Path) -> FastMCP:
         return f"deleted {name}"
 
     @server.tool(annotations=WRITES)
-    async def tag_note(name: str, ctx: Context[Any, Any, Any]) -> str:
+    async def tag_note(name: str, answer: Annotated[ElicitationResult[TagChoice], Resolve(_ask_tag)]) -> str:
         """Ask the user how to tag a note, then record it in the note's first line."""
         path = _safe(folder, name)
-        answer = await ctx.elicit(f"How should '{name}' be tagged?", schema=TagChoice)
-        if answer.action != "accept":
+        if not isinstance(answer, AcceptedElicitation):
             return f"the user chose to {answer.action}: {name} is not tagged"
         choice = answer.data
         if choice.priority not in PRIORITIES:
@@ -97,13 +135,15 @@ def build(folder: Path) -> FastMCP:
         return f"tagged {name}: {line}"
 
     @server.tool(annotations=READ_ONLY)
-    async def index_notes(ctx: Context[Any, Any, Any], delay: float = 0.05) -> str:
+    async def index_notes(ctx: Context[Any, Any], delay: float = 0.05) -> str:
         """Count the words of every note, reporting progress as it goes."""
         notes = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
         words = 0
         for i, note in enumerate(notes, start=1):
             words += len(note.read_text(encoding="utf-8").split())
-            await ctx.info(f"indexed {note.name}")
+            with warnings.catch_warnings():  # MCP logging is deprecated (SEP-2577), and still shown here
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.info(f"indexed {note.name}")
             await ctx.report_progress(i, len(notes), f"indexed {note.name}")
             await asyncio.sleep(delay)
         return f"{len(notes)} notes, {words} words"
@@ -111,7 +151,7 @@ def build(folder: Path) -> FastMCP:
     return server
 
 
-def _serve_http(server: FastMCP, port: int, token: str | None) -> None:
+def _serve_http(server: MCPServer, port: int, token: str | None) -> None:
     import uvicorn
 
     app = server.streamable_http_app()

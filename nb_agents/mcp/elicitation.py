@@ -14,10 +14,21 @@ value is the MCP result::
     {"action": "accept", "content": {...}}   # content fits requestedSchema
     {"action": "decline"}  or  {"action": "cancel"}
 
-`ElicitationRequest` reads the pause data and builds those parts. The MCP
-call stays open (held by its `MCPServer`) while the turn waits; the answer goes
-to the server and the same call goes on to its result, or to its next
-question.
+`ElicitationRequest` reads the pause data and builds those parts. How the
+answer reaches the server depends on the protocol revision the server speaks:
+
+* **2026-07-28**: the server returned its question as the call's result, with
+  state to send back; the pause data keeps it (``mcp.inputRequired``, see
+  `nb_agents.mcp.rounds`), so the answer can come from any process, after a
+  kernel restart or from ``agent.pending()``, and the call is retried with it.
+* **2025-era** servers ask in the middle of the call, which stays open (held
+  by its `MCPServer`) while the turn waits; the answer goes to that call, and
+  it goes on to its result, or to its next question. If this process is gone
+  by then, the call cannot be resumed: the answer fails with
+  `MCPCallLostError`, and nothing is sent. ``accept(..., rerun=True)`` (or
+  ``decline``/``cancel``) then runs the call again from its start and gives
+  the answer when the server asks the same question again: whatever the tool
+  did before it asked, it does again, so that is the person's choice.
 """
 
 from __future__ import annotations
@@ -45,6 +56,11 @@ class ElicitAnswer(BaseModel):
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    rerun: bool = False  # a 2025-era call lost with its process: run it again, answer when asked
+
+    def result(self) -> dict[str, Any]:
+        """What goes to the server (MCP's ``ElicitResult``)."""
+        return self.model_dump(exclude_none=True, exclude={"rerun"})
 
 
 def elicitation_answer(resumed: Any) -> ElicitAnswer | None:
@@ -55,7 +71,7 @@ def elicitation_answer(resumed: Any) -> ElicitAnswer | None:
     """
     if not isinstance(resumed, dict) or "action" not in resumed:
         return None
-    body = {k: v for k, v in resumed.items() if k in ("action", "content")}
+    body = {k: v for k, v in resumed.items() if k in ("action", "content", "rerun")}
     return ElicitAnswer.model_validate(body)
 
 
@@ -132,30 +148,47 @@ class ElicitationRequest:
             return []
         return content_errors(self.requested_schema, content)
 
-    def answer(self, action: Literal["accept", "decline", "cancel"], content: Any = None) -> Part:
-        """The restart part that sends `action` (and `content`) to the server. Does not send."""
+    @property
+    def resumable(self) -> bool:
+        """Whether the question is answered from its stored state (2026-07-28), so from any
+        process; False for a 2025-era question, answered only while its call is open."""
+        mcp = (self.part.metadata or {}).get("interrupt", {}).get("mcp", {})
+        return isinstance(mcp.get("inputRequired"), dict)
+
+    def answer(
+        self, action: Literal["accept", "decline", "cancel"], content: Any = None, *, rerun: bool = False
+    ) -> Part:
+        """The restart part that sends `action` (and `content`) to the server. Does not send.
+
+        With `rerun`, a 2025-era call that was lost (`MCPCallLostError`) runs again
+        from its start, and the answer goes to the server when it asks the same
+        question again (ignored while the call is still open, and for 2026-07-28
+        questions, which are never lost).
+        """
         resumed: dict[str, Any] = {"action": action}
         if content is not None:
             resumed["content"] = content
+        if rerun:
+            resumed["rerun"] = True
         try:
             ElicitAnswer.model_validate(resumed)
         except ValidationError as exc:
             raise ValueError(f"not an elicitation answer: {exc}") from exc
         return restart_part(self.part, resumed=resumed)
 
-    def accept(self, content: dict[str, Any] | None = None) -> Part:
+    def accept(self, content: dict[str, Any] | None = None, *, rerun: bool = False) -> Part:
         """Accept, with `content` for the requested schema (goes in ``restart``)."""
         if content is None and self.mode != "url":
             content = {}  # a form answered with nothing: an empty object (url mode sends none)
-        return self.answer("accept", content)
+        return self.answer("accept", content, rerun=rerun)
 
-    def decline(self) -> Part:
+    def decline(self, *, rerun: bool = False) -> Part:
         """Decline to answer (goes in ``restart``)."""
-        return self.answer("decline")
+        return self.answer("decline", rerun=rerun)
 
-    def cancel(self) -> Part:
+    def cancel(self, *, rerun: bool = False) -> Part:
         """Dismiss the question without a choice (goes in ``restart``)."""
-        return self.answer("cancel")
+        return self.answer("cancel", rerun=rerun)
 
     def __repr__(self) -> str:
         return f"ElicitationRequest(server={self.server!r}, tool={self.tool!r}, message={self.message!r})"

@@ -14,8 +14,9 @@ Lifecycle, as `define_agent` uses it:
   the agent (``await agent.aclose()``). A closed server opens again on its
   next use.
 
-While a turn waits on an elicitation, the MCP call stays open, held here
-under (session id, tool name, call ref); see `nb_agents.mcp.elicitation`.
+While a turn waits on a 2025-era server's elicitation, the MCP call stays
+open, held here under (session id, tool name, call ref); a 2026-07-28 server's
+question holds nothing (see `nb_agents.mcp.elicitation`).
 """
 
 from __future__ import annotations
@@ -174,8 +175,8 @@ class MCPServer:
             url: The server's MCP endpoint, e.g. ``http://127.0.0.1:9000/mcp``.
             name: The server's name.
             headers: Sent with every request (``{"Authorization": "Bearer ..."}``).
-            transport: An ``httpx.AsyncBaseTransport`` to send requests with
-                (tests, proxies); default: httpx's own.
+            transport: An ``httpx2.AsyncBaseTransport`` to send requests with
+                (tests, proxies); default: httpx2's own (the MCP SDK's HTTP client).
             **options: `MCPServer`'s keywords (``prefix``, ``approval``, ...).
 
         Example:
@@ -187,12 +188,15 @@ class MCPServer:
 
         @contextlib.asynccontextmanager
         async def open_http(conn: Connection) -> Any:
-            import httpx
+            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             # no read timeout: a call's response stream stays open while a person answers its question
-            client = httpx.AsyncClient(
-                headers=sent, timeout=httpx.Timeout(timeout, read=None), transport=transport
+            client = httpx2.AsyncClient(
+                headers=sent,
+                timeout=httpx2.Timeout(timeout, read=None),
+                transport=transport,
+                event_hooks={"response": [conn.saw_http_response]},
             )
             async with client, streamable_http_client(url, http_client=client) as streams:
                 yield streams
@@ -286,10 +290,23 @@ class MCPServer:
         if conn is not None:
             await conn.close()
 
-    async def start_call(self, tool: str, arguments: dict[str, Any]) -> Call:
-        """Start a call of `tool` (the server's name); on the private loop."""
+    async def start_call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        input_responses: dict[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> Call:
+        """Start a call of `tool` (the server's name), or the retry of one whose result was
+        "input required" (the answers and the server's state); on the private loop."""
         conn = await self._connection()
-        call = conn.new_call(tool, arguments)
+        responses = None
+        if input_responses is not None:
+            from mcp.types import ElicitResult
+
+            responses = {k: ElicitResult.model_validate(v) for k, v in input_responses.items()}
+        call = conn.new_call(tool, arguments, input_responses=responses, request_state=request_state)
         await call.start()
         return call
 

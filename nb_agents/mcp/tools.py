@@ -6,9 +6,12 @@ its annotations (for `ToolApproval`, see `nb_agents.mcp.approval`), and runs
 each call through its `MCPServer`:
 
 * progress notifications become progress chunks (`nb_agents.mcp.progress`);
-* an elicitation request pauses the turn (`nb_agents.mcp.elicitation`): the
-  call is held by the server under (session id, tool name, call ref) until a
-  restart of the same call brings the answer, and then goes on;
+* a question pauses the turn (`nb_agents.mcp.elicitation`). A 2025-era
+  server asks in the middle of the call, which is held by the server under
+  (session id, tool name, call ref) until a restart of the same call brings
+  the answer, and then goes on. A 2026-07-28 server returns its question as
+  the result; the pause keeps its state, and the answer, from any process,
+  is sent with the retry (`nb_agents.mcp.rounds`);
 * the result becomes the tool's output: ``structuredContent`` when the server
   gives it, else the text of its content blocks (the blocks themselves when
   some are not text). A result marked ``isError`` reaches the model as a
@@ -27,11 +30,12 @@ from ..errors import InvalidArgumentError
 from ..interrupts import Interrupt
 from ..tools import Tool, ToolContext, ToolFail
 from .calls import Asked, Call, Finished, Progress
-from .connection import on_portal
-from .elicitation import content_errors, elicitation_answer, elicitation_pause
+from .connection import describe, on_portal
+from .elicitation import ElicitAnswer, content_errors, elicitation_answer, elicitation_pause
 from .errors import MCPCallLostError, MCPSchemaError
 from .progress import Progress as ProgressReport
 from .progress import progress_chunk
+from .rounds import MAX_AUTOMATIC_ROUNDS, Retry, Round, Supply, questions_of, state_refused
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -79,12 +83,27 @@ def _check_schema(server: str, tool: str, what: str, schema: Any) -> None:
 
 def tool_output(result: Any) -> tuple[Any, bool]:
     """A ``CallToolResult`` as (the output the model sees, whether it is an error)."""
-    if getattr(result, "structuredContent", None) is not None and not result.isError:
-        return result.structuredContent, False
+    if getattr(result, "structured_content", None) is not None and not result.is_error:
+        return result.structured_content, False
     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
     texts = [b["text"] for b in blocks if b.get("type") == "text"]
     output: Any = "\n".join(texts) if len(texts) == len(blocks) else blocks
-    return output, bool(result.isError)
+    return output, bool(result.is_error)
+
+
+def stored_pause(ctx: ToolContext) -> tuple[dict[str, Any], Any] | None:
+    """The pause this restart answers, as the turn stored it: (its data, the call's input).
+
+    Read from the session (the paused model message is its last message while a
+    resume runs), never from the restart part the caller sent.
+    """
+    messages = getattr(ctx.session, "messages", None) or []
+    for part in messages[-1].content if messages else ():
+        tr = part.tool_request
+        if tr is not None and tr.name == ctx.name and tr.ref == ctx.ref and part.is_interrupt:
+            data = (part.metadata or {}).get("interrupt")
+            return (data if isinstance(data, dict) else {}), tr.input
+    return None
 
 
 class MCPTool(Tool):
@@ -184,22 +203,7 @@ class MCPTool(Tool):
             answer = elicitation_answer(ctx.resumed)
         except ValidationError as exc:
             raise InvalidArgumentError(f"not an answer to '{self.name}''s question: {exc}") from exc
-        if answer is not None:
-            call = self.server.take(key)
-            if call is None:
-                raise self._lost(ctx)
-            question = call.question or {}
-            schema = question.get("requestedSchema")
-            if answer.action == "accept" and isinstance(schema, dict):
-                problems = content_errors(schema, answer.content or {})
-                if problems:
-                    self.server.hold(key, call)  # the question stays open
-                    raise InvalidArgumentError(
-                        f"the answer to MCP server '{self.server.name}''s question does not fit its "
-                        f"schema: {'; '.join(problems)}. Nothing was sent; answer it again."
-                    )
-            await on_portal(self.server.reply(call, answer.model_dump(exclude_none=True)))
-        else:
+        if answer is None:
             old = self.server.take(key)
             if old is not None:  # restarted without an answer: the old call is dropped, a new one runs
                 await on_portal(self.server.drop(old))
@@ -207,10 +211,73 @@ class MCPTool(Tool):
                 self.parse_input(raw_input)
             except ValidationError as exc:
                 raise ToolFail(f"Invalid input for tool '{self.name}': {exc}") from exc
-            call = await on_portal(self.server.start_call(self.remote_name, raw_input or {}))
-        return await self._follow(call, key, ctx)
+            arguments = raw_input or {}
+            call = await on_portal(self.server.start_call(self.remote_name, arguments))
+            return await self._follow(call, key, ctx, arguments, Supply())
+        return await self._answer(answer, key, ctx)
 
-    async def _follow(self, call: Call, key: CallKey, ctx: ToolContext) -> Any:
+    async def _answer(self, answer: ElicitAnswer, key: CallKey, ctx: ToolContext) -> Any:
+        """A restart that answers the question this call asked."""
+        stored = stored_pause(ctx)
+        data, arguments = stored if stored is not None else ({}, {})
+        asked = (data.get("mcp") or {}).get("elicitation") or {}
+        question = {"message": data.get("message"), **asked}  # as the server sent it (its params)
+        open_call = self.server.take(key)
+        if open_call is not None and open_call.question is not None:
+            question = open_call.question
+        schema = question.get("requestedSchema")
+        if answer.action == "accept" and isinstance(schema, dict):
+            problems = content_errors(schema, answer.content or {})
+            if problems:
+                if open_call is not None:
+                    self.server.hold(key, open_call)  # the question stays open
+                raise InvalidArgumentError(
+                    f"the answer to MCP server '{self.server.name}''s question does not fit its "
+                    f"schema: {'; '.join(problems)}. Nothing was sent; answer it again."
+                )
+        arguments = arguments if isinstance(arguments, dict) else {}
+        if open_call is not None:  # a 2025-era question: the call that asked is open in this process
+            await on_portal(self.server.reply(open_call, answer.result()))
+            return await self._follow(open_call, key, ctx, arguments, Supply())
+        stored_round = Round.from_pause(data)
+        if stored_round is not None:  # a 2026-07-28 question: its state came with the pause
+            round_, asked = stored_round
+            round_.answer(asked, answer.result())
+            if round_.open_key() is not None:  # more questions of the same result: ask the next
+                raise Interrupt(round_.pause(self.server.name, self.remote_name))
+            return await self._retry(round_.retry(), key, ctx, arguments, round_.supply)
+        if answer.rerun:  # the person chose to run the lost call again, with this answer
+            supply = Supply()
+            supply.add(question, answer.result())
+            call = await on_portal(self.server.start_call(self.remote_name, arguments))
+            return await self._follow(call, key, ctx, arguments, supply)
+        raise self._lost(ctx)
+
+    async def _retry(
+        self, retry: Retry, key: CallKey, ctx: ToolContext, arguments: dict[str, Any], supply: Supply
+    ) -> Any:
+        call = await on_portal(
+            self.server.start_call(
+                self.remote_name,
+                arguments,
+                input_responses=retry.responses,
+                request_state=retry.request_state,
+            )
+        )
+        return await self._follow(call, key, ctx, arguments, supply, sent_state=retry.request_state)
+
+    async def _follow(
+        self,
+        call: Call,
+        key: CallKey,
+        ctx: ToolContext,
+        arguments: dict[str, Any],
+        supply: Supply,
+        *,
+        sent_state: str | None = None,
+    ) -> Any:
+        automatic = 0  # rounds in a row that no person answered
+        delay = 0.05
         try:
             while True:
                 event = await on_portal(call.next())
@@ -219,16 +286,63 @@ class MCPTool(Tool):
                         self.server.name, self.name, ctx.ref, event.progress, event.total, event.message
                     )
                     await ctx.send_chunk(progress_chunk(report))
-                elif isinstance(event, Asked):
+                    continue
+                if isinstance(event, Asked):  # a 2025-era server asks in the middle of the call
+                    given = supply.get(event.params)
+                    if given is not None:  # the same question as before the call was run again
+                        await on_portal(self.server.reply(call, given))
+                        continue
                     self.server.hold(key, call)
                     raise Interrupt(elicitation_pause(self.server.name, self.remote_name, event.params))
-                elif isinstance(event, Finished):
+                if not isinstance(event, Finished):
+                    if sent_state is not None and state_refused(event.error):
+                        # the server no longer reads the state (expired, restarted): run the call
+                        # again from its first round; the answers given are supplied when asked
+                        self.server.logger.info(
+                            "MCP server '%s' refused the state of a call to '%s' (%s): running it again",
+                            self.server.name,
+                            self.remote_name,
+                            describe(event.error),
+                        )
+                        sent_state = None
+                        call = await on_portal(self.server.start_call(self.remote_name, arguments))
+                        continue
+                    raise self.server.call_error(self.remote_name, event.error)
+                if not _input_required(event.result):
                     output, failed = tool_output(event.result)
                     if failed:
                         raise ToolFail(output if isinstance(output, str) else str(output))
                     return output
-                else:
-                    raise self.server.call_error(self.remote_name, event.error)
+                # a 2026-07-28 server returned its question(s) instead of a result
+                asks, other = questions_of(event.result)
+                if other:
+                    raise ToolFail(
+                        f"MCP server '{self.server.name}' asked for {', '.join(sorted(set(other)))} "
+                        f"to run '{self.remote_name}', which nb_agents does not provide"
+                    )
+                round_ = Round(event.result.request_state, asks, supply=supply)
+                round_.fill()
+                if round_.open_key() is not None:
+                    raise Interrupt(round_.pause(self.server.name, self.remote_name))
+                automatic += 1
+                if automatic > MAX_AUTOMATIC_ROUNDS:
+                    raise ToolFail(
+                        f"MCP server '{self.server.name}' kept asking for input to run "
+                        f"'{self.remote_name}' ({MAX_AUTOMATIC_ROUNDS} rounds without an answer it took)"
+                    )
+                if not asks:  # only state: the server is not done yet; wait a little and ask again
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.25)
+                retry = round_.retry()
+                sent_state = retry.request_state
+                call = await on_portal(
+                    self.server.start_call(
+                        self.remote_name,
+                        arguments,
+                        input_responses=retry.responses or None,
+                        request_state=retry.request_state,
+                    )
+                )
         except asyncio.CancelledError:
             if not self.server.holds(key):  # the turn was aborted while the call ran: stop it
                 self.server.drop_soon(call)
@@ -239,10 +353,18 @@ class MCPTool(Tool):
         return MCPCallLostError(
             f"MCP server '{self.server.name}': the call to '{self.remote_name}'{ref} that asked this "
             "question is no longer open (this process restarted, or the server was closed or "
-            "reconnected since it asked), so the answer was not sent. Run the call again: restart "
-            "it without an answer (interrupt.restart()), or ask the agent again.",
+            "reconnected since it asked; this server speaks a protocol revision before 2026-07-28, "
+            "whose questions live only as long as their call), so the answer was not sent and the "
+            "call cannot be resumed. To run it again from its start and give this answer when the "
+            "server asks the same question, answer with rerun=True "
+            "(ElicitationRequest.accept(..., rerun=True)); whatever the tool did before it asked, it "
+            "does again. Or restart it without an answer (interrupt.restart()) to be asked anew.",
             server=self.server.name,
         )
 
     def __repr__(self) -> str:
         return f"MCPTool(name={self.name!r}, server={self.server.name!r})"
+
+
+def _input_required(result: Any) -> bool:
+    return type(result).__name__ == "InputRequiredResult"

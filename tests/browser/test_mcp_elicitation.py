@@ -3,8 +3,10 @@
 Run the setup cells (1, 2) and the cell that asks the demo server to tag a note
 (11): the server's elicitation pauses the turn and the response is a form. A
 person fills it (tags typed, a priority picked, Pinned ticked) and presses
-Accept; the answer goes to the still-open MCP call, which writes the tag, and
-the turn's reply appears in the same output. Cell 13 then finds nothing left to
+Accept; the call goes to the server again with the answer and the state the
+server returned with its question (the demo speaks MCP 2026-07-28, so nothing
+was held open), the tag is written, and the turn's reply appears in the same
+output. Cell 13 then finds nothing left to
 answer and shows the note, tagged once.
 
 Screenshots of the filled form and of the answered turn are saved in

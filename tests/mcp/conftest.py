@@ -84,9 +84,3 @@ def notes_server(notes_dir: Path, open_servers: list[MCPServer]) -> MCPServer:
     )
     open_servers.append(server)
     return server
-
-
-def script_server(name: str, *args: str, **options: object) -> MCPServer:
-    """A server from ``servers/<name>.py`` over stdio (trusted unless ``trusted=False`` is given)."""
-    options.setdefault("trusted", True)
-    return MCPServer.stdio([sys.executable, str(SERVERS / f"{name}.py"), *args], name=name, **options)  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import script_server
 from helpers import text_response, tool_call_response
+from mcp_servers import script_server
 from store_kinds import make_store
 
 import nb_agents as nba

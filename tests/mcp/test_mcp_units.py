@@ -229,6 +229,9 @@ def test_an_elicitation_request_builds_restarts_with_the_mcp_answer() -> None:
     assert part.tool_request is not None and part.tool_request.ref == "a1"
     assert (part.metadata or {})["resumed"] == {"action": "accept", "content": {"name": "Ada", "age": 36}}
     assert (ask.decline().metadata or {})["resumed"] == {"action": "decline"}
+    assert not ask.resumable  # a 2025-era question: answered only while its call is open
+    again = ask.accept({"name": "Ada", "age": 36}, rerun=True)
+    assert (again.metadata or {})["resumed"]["rerun"] is True
     assert (ask.cancel().metadata or {})["resumed"] == {"action": "cancel"}
     assert ask.check({"name": "Ada", "age": 200}) == ["age: 200 is greater than the maximum of 150"]
     with pytest.raises(ValueError, match="not an elicitation answer"):

@@ -16,42 +16,43 @@ import sys
 from pathlib import Path
 
 import mcp.types as types
-from mcp.server.lowlevel import Server
+from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 STATE = Path(sys.argv[1])
-server = Server("broken")
 
-READ_ONLY = types.ToolAnnotations(readOnlyHint=True)
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 NOTHING = {"type": "object", "properties": {}}
 
 
-@server.list_tools()
-async def list_tools() -> list[types.Tool]:
+async def list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     tools = [
-        types.Tool(name="echo", description="Say it back", inputSchema=TEXT, annotations=READ_ONLY),
-        types.Tool(name="crash", description="Die in the middle of the call", inputSchema=NOTHING),
+        types.Tool(name="echo", description="Say it back", input_schema=TEXT, annotations=READ_ONLY),
+        types.Tool(name="crash", description="Die in the middle of the call", input_schema=NOTHING),
     ]
     if STATE.exists() and STATE.read_text().strip() == "malformed":
         bad = {"type": "object", "properties": {"x": {"type": 12}}}
-        tools.append(types.Tool(name="bad", description="A broken schema", inputSchema=bad))
-    return tools
+        tools.append(types.Tool(name="bad", description="A broken schema", input_schema=bad))
+    return types.ListToolsResult(tools=tools)
 
 
-@server.call_tool(validate_input=False)
-async def call_tool(name: str, arguments: dict[str, object]) -> list[types.TextContent]:
-    if name == "echo":
-        return [types.TextContent(type="text", text=f"echo: {arguments.get('text')}")]
-    if name == "crash":
-        ctx = server.request_context
-        token = ctx.meta.progressToken if ctx.meta else None
-        if token is not None:
-            await ctx.session.send_progress_notification(token, 1, 2, "about to fail")
+async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    if params.name == "echo":
+        text = f"echo: {arguments.get('text')}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "crash":
+        await ctx.session.report_progress(1, 2, "about to fail")
         await asyncio.sleep(0.2)
         print("broken: exiting in the middle of a call", file=sys.stderr, flush=True)
         os._exit(3)
-    raise ValueError(f"no tool {name}")
+    raise ValueError(f"no tool {params.name}")
+
+
+server = Server("broken", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 async def main() -> None:
