@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import Agent
+from ..errors import InvalidArgumentError
 from ..stores import FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
 from ..stores.base import HEARTBEAT_TIMEOUT
 from .app import (
@@ -52,7 +53,7 @@ __all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
 _SCHEMES = "memory://, sqlite:///PATH.db, file://DIR or postgresql://USER@HOST:PORT/DBNAME"
 
 
-class CliError(Exception):
+class CliError(InvalidArgumentError):
     """A command-line mistake, reported as one line without a traceback."""
 
 
@@ -280,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if limit <= 0 or args.header_timeout <= 0 or args.keep_alive_timeout <= 0:
             raise CliError("--max-connections, --header-timeout and --keep-alive-timeout must be positive")
     except (CliError, ValueError) as exc:
-        print(f"nb-agents: error: {exc}", file=sys.stderr)
+        print(f"nb-agents: error: {exc.message if isinstance(exc, CliError) else exc}", file=sys.stderr)
         return 2
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
