@@ -15,14 +15,8 @@ import pytest
 import nb_agents as nba
 from nb_agents.__main__ import main
 from nb_agents.remote import remote_agent
-from nb_agents.server.cli import (
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_TTL,
-    CliError,
-    build_app,
-    load_target,
-    parse_store_url,
-)
+from nb_agents.server import cli
+from nb_agents.server.cli import CliError, build_app, load_target, parse_store_url
 from nb_agents.testing import FunctionModel
 
 APP = """
@@ -91,11 +85,9 @@ def test_serve_bounds_sessions_kept_in_memory(
     """Before, ``nb-agents serve`` kept every session of an in-memory store forever."""
     own = nba.define_agent("own", model=FunctionModel(lambda r: "x"), store=nba.InMemorySessionStore())
     build_app(own)
-    assert own.store is not None and (own.store.max_sessions, own.store.ttl) == (  # type: ignore[attr-defined]
-        DEFAULT_MAX_SESSIONS,
-        timedelta(seconds=DEFAULT_SESSION_TTL),
-    )
-    assert (DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL) == (10_000, 86_400)
+    assert own.store is not None
+    assert (own.store.max_sessions, own.store.ttl) == (10_000, timedelta(days=1))  # type: ignore[attr-defined]
+    assert (cli.DEFAULT_MAX_SESSIONS, cli.DEFAULT_SESSION_TTL) == (10_000, 86_400)
     build_app(own, store="memory://", max_sessions=5, session_ttl=None)
     assert (own.store.max_sessions, own.store.ttl) == (5, None)  # type: ignore[attr-defined]
     chosen = nba.InMemorySessionStore(ttl=60)  # bounds of its own are kept

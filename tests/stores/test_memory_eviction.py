@@ -17,7 +17,6 @@ import pytest
 
 import nb_agents as nba
 from nb_agents.errors import NotFoundError
-from nb_agents.stores import _memory_evict
 from nb_agents.stores.memory import InMemorySessionStore
 from nb_agents.testing._store_samples import put, snap
 
@@ -81,6 +80,8 @@ async def test_an_answered_or_branched_pause_is_not_waiting() -> None:
 
 
 async def test_what_the_store_remembers_of_evictions_is_bounded() -> None:
+    from nb_agents.stores import _memory_evict
+
     store = InMemorySessionStore(max_sessions=1)
     count = _memory_evict.REMEMBERED // 2 + 1  # each eviction remembers a session and its pause
     for i in range(count + 1):
