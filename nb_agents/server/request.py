@@ -170,7 +170,7 @@ def check_fields(value: Any, allowed: Collection[str], where: str) -> None:
         return  # not an object: validation says so
     unknown = sorted(k for k in value if k not in allowed)
     if unknown:
-        names = ", ".join(f"{where}.{k}" for k in unknown[:_SHOWN_ERRORS])
+        names = ", ".join(f"{where}.{k if len(k) <= 64 else k[:64] + '...'}" for k in unknown[:_SHOWN_ERRORS])
         accepted = ", ".join(sorted(k for k in allowed if "_" not in k))  # snake_case twins unnamed
         raise RequestError(f"unknown field(s) {names}; {where} takes only {accepted}")
 
