@@ -1,7 +1,23 @@
-"""JSON values: plain data from pydantic models, and a canonical text for comparing and hashing.
+"""JSON values: what one may hold, plain data from pydantic models, and a canonical text.
 
-Answers, pause data and signed state are compared and hashed as JSON; these two
-functions are the one definition of "the same JSON value" the package uses.
+`check_value` is the one definition of a JSON value nb_agents accepts from a
+caller, over HTTP (`loads`, the request parser) and in-process (every input a
+turn takes, answers included), refused with ``INVALID_ARGUMENT`` naming the
+field (``data.resume.respond[0].toolResponse.output.amount``):
+
+* a number that is not a finite double: ``NaN``, ``Infinity``, ``-Infinity``,
+  ``1e400`` (which reads as infinity), an integer beyond about ``1.8e308``.
+  JSON has no such values (RFC 8259) and JavaScript, Genkit's client, cannot
+  read them; Python's ``json`` writes ``NaN`` tokens that no other parser takes;
+* JSON nested deeper than `MAX_JSON_DEPTH` levels;
+* a lone surrogate (U+D800 to U+DFFF): it has no UTF-8 encoding;
+* the character U+0000 (NUL) in any string or key: PostgreSQL cannot store it
+  (jsonb and text refuse it), so no store takes it, and a session written on
+  one store can move to another.
+
+Answers, pause data and signed state are compared and hashed as JSON;
+`canonical` and `to_json_value` are the one definition of "the same JSON value"
+the package uses.
 
 Numbers are the same when they are the same number, as JSON's clients read them:
 JavaScript (Genkit's JS client, a browser) has one number type, so the ``500.0`` of a
@@ -12,11 +28,136 @@ model's tool call comes back from it as ``500``, ``-0.0`` as ``0`` and ``1e16`` 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["canonical", "canonical_typed", "to_json_value"]
+from .errors import InvalidArgumentError
+
+__all__ = ["MAX_JSON_DEPTH", "canonical", "canonical_typed", "check_value", "loads", "to_json_value"]
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of JSON objects and arrays a call may carry."""
+
+_MAX_DOUBLE = sys.float_info.max
+_MAX_INT_CHARS = len(str(int(_MAX_DOUBLE))) + 1  # digits and a sign: anything longer is beyond a double
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+_SHOWN_KEY = 64  # a key longer than this is cut short in the path an error names
+
+
+def loads(text: str) -> Any:
+    """Parse JSON text and `check_value` it: what a request body may hold.
+
+    ``NaN``, ``Infinity`` and numbers beyond a double parse (to a non-finite
+    float, without the cost of converting thousands of digits) only to be
+    refused by the check, with the field they stand in.
+
+    Raises:
+        json.JSONDecodeError: the text is not JSON.
+        RecursionError: it nests deeper than the parser can follow.
+        InvalidArgumentError: it is JSON, but a value nb_agents does not accept.
+
+    Example:
+        >>> loads('{"amount": 500}')
+        {'amount': 500}
+        >>> loads('{"amount": NaN}')
+        Traceback (most recent call last):
+        ...
+        nb_agents.errors.InvalidArgumentError: INVALID_ARGUMENT: amount is NaN; JSON numbers must be finite
+    """
+    value = json.loads(text, parse_constant=float, parse_int=_int)
+    check_value(value)
+    return value
+
+
+class _HugeInteger(float):
+    """An integer literal longer than any double, parsed unread (as its sign's infinity) to be refused."""
+
+
+def _int(text: str) -> int | float:
+    if len(text) > _MAX_INT_CHARS:  # int() of thousands of digits is slow, and refused beyond 4300
+        return _HugeInteger("-inf" if text.startswith("-") else "inf")
+    return int(text)
+
+
+def check_value(value: Any, where: str = "") -> None:
+    """Refuse a value that is not JSON any store keeps and any client reads (see the module docstring).
+
+    `value` is plain JSON data or pydantic models holding it; `where` names it
+    in the error (``"data"``), and the error names the field below it.
+
+    Example:
+        >>> check_value({"amount": float("nan")}, "o")
+        Traceback (most recent call last):
+        ...
+        nb_agents.errors.InvalidArgumentError: INVALID_ARGUMENT: o.amount is NaN; JSON numbers must be finite
+    """
+    # an explicit stack, not recursion: a hostile value must not exhaust the Python stack
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii() or "\x00" in node:
+                _check_text(node, path or "the value")
+        elif isinstance(node, float):
+            if not -_MAX_DOUBLE <= node <= _MAX_DOUBLE:  # NaN fails both comparisons
+                _refuse_number(node, path, integer=isinstance(node, _HugeInteger))
+        elif isinstance(node, int):
+            if not isinstance(node, bool) and not -_MAX_DOUBLE <= node <= _MAX_DOUBLE:
+                _refuse_number(float("inf") if node > 0 else float("-inf"), path, integer=True)
+        elif isinstance(node, BaseModel | dict | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                raise InvalidArgumentError(
+                    f"{path or 'the value'} is nested more than {MAX_JSON_DEPTH} levels deep; "
+                    f"JSON values may nest at most {MAX_JSON_DEPTH} levels"
+                )
+            if isinstance(node, BaseModel):  # a wire model is a JSON object too, named by its JSON keys
+                fields = type(node).model_fields
+                items: Any = [(fields[k].alias or k if k in fields else k, v) for k, v in vars(node).items()]
+                if node.__pydantic_extra__:
+                    items += list(node.__pydantic_extra__.items())
+                stack.extend((v, depth + 1, _key(path, k)) for k, v in items if v is not None)
+            elif isinstance(node, dict):
+                for k, v in node.items():
+                    if isinstance(k, str) and (not k.isascii() or "\x00" in k):
+                        _check_text(k, f"a key of {path or 'the value'}")
+                    stack.append((v, depth + 1, _key(path, k)))
+            else:
+                stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(node))
+
+
+def _key(path: str, key: Any) -> str:
+    step = str(key)
+    if len(step) > _SHOWN_KEY:
+        step = step[:_SHOWN_KEY] + "..."
+    return f"{path}.{step}" if path else step
+
+
+def _check_text(text: str, what: str) -> None:
+    found = _BAD_TEXT.search(text)
+    if found is None:
+        return
+    char, at = ord(found.group()), found.start()
+    if char == 0:
+        raise InvalidArgumentError(
+            f"{what} holds U+0000 (NUL) at position {at}, which no store can keep "
+            "(PostgreSQL refuses it); send text without NUL characters"
+        )
+    raise InvalidArgumentError(
+        f"{what} holds a lone surrogate (U+{char:04X}) at position {at}, which has no UTF-8 encoding; "
+        "send valid Unicode text"
+    )
+
+
+def _refuse_number(number: float, path: str, *, integer: bool = False) -> None:
+    what = path or "the value"
+    if number != number:
+        raise InvalidArgumentError(f"{what} is NaN; JSON numbers must be finite")
+    sign = "" if number > 0 else "-"
+    shown = "an integer beyond ±1.8e308" if integer else f"{sign}Infinity (or beyond {sign}1.8e308)"
+    raise InvalidArgumentError(f"{what} is {shown}, more than a double holds; JSON numbers must be finite")
 
 
 def to_json_value(value: Any) -> Any:

@@ -1,12 +1,15 @@
 """The error tree of nb_agents, and the one table from Genkit statuses to HTTP codes.
 
-Every error nb_agents raises derives from one root and carries a Genkit status
-(the canonical gRPC status names Genkit uses on the wire)::
+Every exception nb_agents raises derives from one root and carries a Genkit
+status (the canonical gRPC status names Genkit uses on the wire), so
+``except nba.NbAgentsError`` catches all of them::
 
     NbAgentsError                    status, message, details
     ├── InvalidArgumentError         INVALID_ARGUMENT: bad input, a rejected resume
-    │   └── RequestError             an HTTP request refused before it reached an agent
-    │                                (too big, not JSON, wrong shape); carries its HTTP code
+    │   ├── RequestError             an HTTP request refused before it reached an agent
+    │   │                            (too big, not JSON, wrong shape); carries its HTTP code
+    │   ├── CliError                 a mistake on the ``nb-agents`` command line (server.cli)
+    │   └── FieldError               a notebook form field holding no value (notebook; a ValueError too)
     ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state, "already resumed"
     │   └── StaleClaimError          a write made under a resume claim that was taken over
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
@@ -17,18 +20,30 @@ Every error nb_agents raises derives from one root and carries a Genkit status
     ├── UnavailableError             UNAVAILABLE: a remote agent could not be reached
     ├── InternalError                INTERNAL: a tool or the model raised
     ├── AgentError                   a chat turn ended with finish reason "failed"
-    └── ModelError                   a model provider call failed (nb_agents.models.errors)
-        ├── AuthenticationError      UNAUTHENTICATED (401)
-        │   └── MissingApiKeyError   no key configured
-        ├── ModelPermissionDeniedError  PERMISSION_DENIED (403)
-        ├── BadRequestError          INVALID_ARGUMENT (400, 413, 422)
-        ├── ModelNotFoundError       NOT_FOUND (404)
-        ├── RateLimitError           RESOURCE_EXHAUSTED (429, retried)
-        ├── OverloadedError          UNAVAILABLE (503, 529, retried)
-        ├── ModelServerError         INTERNAL (5xx, retried)
-        ├── ModelConnectionError     UNAVAILABLE (unreachable, retried)
-        ├── ModelTimeoutError        DEADLINE_EXCEEDED
-        └── ModelResponseError       INTERNAL (an answer we could not read)
+    ├── ModelError                   a model provider call failed (nb_agents.models.errors)
+    │   ├── AuthenticationError      UNAUTHENTICATED (401)
+    │   │   └── MissingApiKeyError   no key configured
+    │   ├── ModelPermissionDeniedError  PERMISSION_DENIED (403)
+    │   ├── BadRequestError          INVALID_ARGUMENT (400, 413, 422)
+    │   ├── ModelNotFoundError       NOT_FOUND (404)
+    │   ├── RateLimitError           RESOURCE_EXHAUSTED (429, retried)
+    │   ├── OverloadedError          UNAVAILABLE (503, 529, retried)
+    │   ├── ModelServerError         INTERNAL (5xx, retried)
+    │   ├── ModelConnectionError     UNAVAILABLE (unreachable, retried)
+    │   ├── ModelTimeoutError        DEADLINE_EXCEEDED
+    │   └── ModelResponseError       INTERNAL (an answer we could not read)
+    └── MCPError                     an MCP server failed us; ``server`` names it (nb_agents.mcp)
+        ├── MCPConnectionError       UNAVAILABLE (an UnavailableError too): would not start, died
+        ├── MCPSchemaError           FAILED_PRECONDITION (a FailedPreconditionError too): a
+        │                            tool listing we cannot use
+        └── MCPCallLostError         FAILED_PRECONDITION (likewise): an answer to an elicitation
+                                     whose call is gone
+
+The package's internal signals sit in the tree as well, though none reaches a
+caller: `PreTurnFailureError` (a failure found before a turn, answered in-band),
+`ClientStalledError` (``DEADLINE_EXCEEDED``: a streaming client stopped reading,
+dropped as a disconnect), `ClaimRacedError` (a PostgreSQL claim race, run again)
+and the SQLite store's busy and not-ready signals.
 
 A model error is a `ModelError` first: catch ``ModelError`` for "the provider
 failed", or a status class here for "anything with that status", which the
@@ -36,7 +51,7 @@ model errors' statuses also tell (``err.status``).
 
 `Interrupt` and `ToolFail` (in `nb_agents.interrupts` and `nb_agents.tools`) are
 control-flow signals a tool raises, not errors, and are deliberately outside
-this tree.
+this tree (``tests/test_error_tree.py`` holds every other exception class to it).
 
 `HTTP_STATUS` is the one status-to-HTTP table: the server answers a thrown
 error with its code and the client reads a code back into a status with

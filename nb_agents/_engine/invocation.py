@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._sync import Signal
-from ..errors import FailedPreconditionError, InternalError, NbAgentsError, StaleClaimError
+from ..errors import FailedPreconditionError, NbAgentsError, StaleClaimError
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
 from ..stores.base import AuditRecord, SessionStore
 from ..types import (
@@ -486,7 +486,8 @@ class Invocation:
     ) -> str:
         """Write the turn's row (and `audit`, the answers it ran on, in the same transaction).
 
-        Returns what `records.write_final` says: written, stale (fenced out), failed.
+        Returns what `records.write_final` says: written, aborted, stale (fenced out); raises
+        the store's error when it refuses the row.
         """
         assert self.store is not None and self.session is not None
         fields: RowFields = {
@@ -521,16 +522,11 @@ class Invocation:
 
     def _unrecorded(self, written: str, snapshot_id: str) -> AgentOutput:
         """The output of a turn whose final row did not go in as it was."""
-        assert self.session is not None
-        if written == "stale":
-            err: NbAgentsError = StaleClaimError(
-                f"Turn {snapshot_id} ran, but another worker took its claim over meanwhile; its result "
-                "was dropped. Read the session to see the outcome that was recorded."
-            )
-        else:
-            err = InternalError(
-                f"Turn {snapshot_id} ran but its result could not be stored; it is recorded as failed."
-            )
+        assert self.session is not None and written == "stale"
+        err = StaleClaimError(
+            f"Turn {snapshot_id} ran, but another worker took its claim over meanwhile; its result "
+            "was dropped. Read the session to see the outcome that was recorded."
+        )
         return self._output("failed", message=self.session.last_model(), error=error_info(err))
 
     def _audit_records(self, inp: AgentInput | None, parent_id: str | None, child: str) -> list[AuditRecord]:

@@ -42,11 +42,11 @@ def resumable(snap: SessionSnapshot) -> bool:
     return (snap.status or "completed") in RESUMABLE_STATUSES and snap.state is not None
 
 
-class PreTurnFailureError(Exception):
-    """A failure found before any turn ran: answered in-band, not thrown."""
+class PreTurnFailureError(NbAgentsError):
+    """A failure found before any turn ran (`error`, with its status): answered in-band, not thrown."""
 
     def __init__(self, error: NbAgentsError) -> None:
-        super().__init__(str(error))
+        super().__init__(error.message, status=error.status, details=error.details)
         self.error = error
 
 

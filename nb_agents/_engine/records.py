@@ -6,12 +6,15 @@ taken over cannot write), and it names the tools the attempt ran
 (``tool_runs``), so a re-sent answer can be told what happened.
 
 If the store refuses the write for another reason after tools ran (a value it
-cannot encode), the turn must not leave its claim stuck: a small failed row
-saying so is written in its place (fenced the same way), so the same answer
-sent again replays that failure instead of running the tools again, and an
-explicit retry can go on. A store that takes no write at all (it is down)
-raises its own error; the turn's pending row then expires, and its claim can
-be taken over.
+cannot encode, a moment of unavailability), the turn must not leave its claim
+stuck: a small failed row saying so, with the store's status, is written in its
+place (fenced the same way), so the same answer sent again replays that failure
+instead of running the tools again, and an explicit retry can go on. Either
+way the store's own error is raised, so the caller learns its real status and
+message (``UNAVAILABLE: the session store is down``; over HTTP an error frame,
+as Genkit's client expects), not a generic one. A store that takes no write at
+all (it is down) writes no failed row either: the turn's pending row then
+expires, and its claim can be taken over.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import StaleClaimError
+from ..errors import NbAgentsError, StaleClaimError
 from ..stores.base import AuditRecord, Fence, SessionStore, now_iso
 from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState
 
@@ -49,8 +52,9 @@ async def write_final(
 ) -> str:
     """Write the turn's row, with `audit` and the session rules its answers made (`add_rules`).
 
-    Returns ``"written"``, ``"aborted"`` (an abort came first and won),
-    ``"stale"`` (fenced out) or ``"failed"`` (recorded as failed).
+    Returns ``"written"``, ``"aborted"`` (an abort came first and won) or ``"stale"``
+    (fenced out). A write the store refuses raises the store's error, once a failed row
+    is recorded in its place if the store takes that.
 
     `fields` may hold ``tool_runs`` and ``answer``: they are kept on any row
     but a completed one (then the abort that wins keeps them too).
@@ -91,9 +95,10 @@ async def write_final(
     except Exception as exc:  # recorded below: the claim must not stay stuck
         log.exception("the final row of turn %s could not be written", snapshot_id)
         first = exc
+        said = exc.message if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
         reason = AgentErrorInfo(
-            status="INTERNAL",
-            message=f"the turn ran but its result could not be stored: {type(exc).__name__}: {exc}",
+            status=exc.status if isinstance(exc, NbAgentsError) else "INTERNAL",
+            message=f"the turn ran but its result could not be stored: {said}",
             details={"type": type(exc).__name__, "public": "the turn ran but its result could not be stored"},
         )
 
@@ -114,14 +119,13 @@ async def write_final(
         await _save(store, snapshot_id, failed, (), fence)
     except StaleClaimError:
         return "stale"
-    except Exception:  # noqa: BLE001 - re-raised as the first error, below
-        # the store takes nothing (it is down): say so as the store said it; the pending
-        # row expires, and then the claim can be taken over
+    except Exception:  # noqa: BLE001 - the first error is raised, below
+        # the store takes nothing (it is down): the pending row expires, and then the claim
+        # can be taken over
         log.warning(
             "turn %s could not record its failure either; its claim expires with its row", snapshot_id
         )
-        raise first from None
-    return "failed"
+    raise first  # as the store said it: its status and message reach the caller
 
 
 async def _save(

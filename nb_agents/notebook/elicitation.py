@@ -195,7 +195,7 @@ class ElicitationForm(AnswerBox):
         try:
             answer = self._build(action)
         except FieldError as exc:
-            self.error.value = error_html(None, str(exc))
+            self.error.value = error_html(None, exc.message)
             return
         self.error.value = ""
         self.answer = answer

@@ -22,6 +22,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..errors import InvalidArgumentError
 from ..render import label_for
 
 __all__ = ["MISSING", "Field", "FieldError", "resolve", "schema_field"]
@@ -33,7 +34,7 @@ _STYLE = {"description_width": "initial"}
 _MAX_DEPTH = 6
 
 
-class FieldError(ValueError):
+class FieldError(InvalidArgumentError, ValueError):
     """A field holds something that is not a value at all (malformed JSON, an empty required field).
 
     ``short`` is the message shown beside the field ("required"); ``str()`` names the field too.
@@ -94,7 +95,7 @@ class Field:
             return self._get()
         except FieldError as exc:
             if not self.children:
-                self.show_error(exc.short or str(exc))
+                self.show_error(exc.short or exc.message)
             raise
 
     def set_disabled(self, disabled: bool) -> None:

@@ -416,7 +416,7 @@ class InterruptForm(AnswerBox):
         try:
             answer = action(*args)
         except FieldError as exc:
-            self.error.value = error_html(None, str(exc))
+            self.error.value = error_html(None, exc.message)
             return
         self.error.value = ""
         self.answer = answer

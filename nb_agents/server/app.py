@@ -43,7 +43,16 @@ from ..errors import NbAgentsError, NotFoundError, RequestError
 from ..types import AgentInit, AgentInput, CallOptions
 from .auth import ContextProvider, resolve_context
 from .errors import error_response, outgoing
-from .request import call_config, check_turn_values, count_parts, parse_envelope, read_body, validate
+from .request import (
+    call_config,
+    check_fields,
+    check_turn_fields,
+    check_turn_values,
+    count_parts,
+    parse_envelope,
+    read_body,
+    validate,
+)
 from .turn import DEFAULT_WRITE_TIMEOUT, TurnResponse
 
 __all__ = [
@@ -76,6 +85,9 @@ DEFAULT_CALL_CONFIG_KEYS = frozenset(
 )
 """The model settings a client may set per call by default: Genkit's common generation keys."""
 _COMPANION_KEYS = ("data", "init")
+_SNAPSHOT_ID = ("snapshotId", "snapshot_id")
+_SESSION_ID = ("sessionId", "session_id")
+_RULE_ID = ("ruleId", "rule_id")
 _PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules", "forkOf")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
@@ -269,13 +281,17 @@ class _AgentRoutes:
         self.debug = debug
 
     async def _data(
-        self, request: Request, keys: tuple[str, ...] = _COMPANION_KEYS
+        self, request: Request, keys: tuple[str, ...] = _COMPANION_KEYS, fields: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], Any]:
+        """The body and its ``data``; a companion's `fields` are the only keys its ``data`` takes."""
         body = parse_envelope(await read_body(request, self.max_body_bytes, self.body_timeout), keys=keys)
+        if fields:
+            check_fields(body["data"], fields, "data")
         return body, body["data"]
 
     async def turn(self, request: Request) -> ASGIApp:
         body, data = await self._data(request, ("data", "init", "config"))
+        check_turn_fields(body)
         parts = count_parts(body)
         if parts > self.max_parts:
             raise RequestError(
@@ -304,7 +320,7 @@ class _AgentRoutes:
         )
 
     async def get_snapshot(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request)
+        _, data = await self._data(request, fields=_SNAPSHOT_ID + _SESSION_ID)
         if not isinstance(data, dict):
             raise RequestError(
                 'getSnapshot takes {"data": {"snapshotId": "..."}} or {"data": {"sessionId": "..."}}'
@@ -325,7 +341,7 @@ class _AgentRoutes:
         return JSONResponse({"result": outgoing(wire, debug=self.debug)})
 
     async def abort(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request)
+        _, data = await self._data(request, fields=_SNAPSHOT_ID)
         snapshot_id = _id_field(data, "snapshotId", "snapshot_id") if isinstance(data, dict) else None
         if snapshot_id is None:
             raise RequestError('abort takes {"data": {"snapshotId": "..."}}')
@@ -336,7 +352,7 @@ class _AgentRoutes:
         return JSONResponse({"result": result})
 
     async def rules(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request)
+        _, data = await self._data(request, fields=_SESSION_ID)
         session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
         if session_id is None:
             raise RequestError('rules takes {"data": {"sessionId": "..."}}')
@@ -344,7 +360,7 @@ class _AgentRoutes:
         return JSONResponse({"result": {"rules": [r.to_dict() for r in found]}})
 
     async def revoke_rule(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request)
+        _, data = await self._data(request, fields=_SESSION_ID + _RULE_ID)
         session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
         rule_id = _id_field(data, "ruleId", "rule_id") if isinstance(data, dict) else None
         if session_id is None or rule_id is None:

@@ -20,6 +20,12 @@ limit less a reserve of 256) caps open connections and requests in flight, answe
 503 beyond it; ``--header-timeout`` closes a connection whose request headers are
 late (408), ``--body-timeout`` a request whose body is, and ``--write-timeout``
 drops a streaming client that stopped reading (see `nb_agents.server.guard`).
+Sessions kept in memory (``memory://``, or an agent's unbounded
+`InMemorySessionStore`) are bounded too: ``--max-sessions`` (10,000) and
+``--session-ttl`` (24 hours unused); a session evicted while it waited for an
+answer is logged and answered ``NOT_FOUND`` naming the eviction
+(`nb_agents.stores._memory_evict`). A store the agent was given with bounds of
+its own keeps them.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import Agent
+from ..errors import InvalidArgumentError
 from ..stores import FileSessionStore, InMemorySessionStore, SessionStore, SqliteSessionStore
 from ..stores.base import HEARTBEAT_TIMEOUT
 from .app import (
@@ -47,12 +54,25 @@ from .app import (
 from .auth import ContextProvider, api_key
 from .guard import ACCEPT_BATCH, default_max_connections, guarded_protocol
 
-__all__ = ["CliError", "build_app", "load_target", "main", "parse_store_url"]
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_TTL",
+    "CliError",
+    "build_app",
+    "load_target",
+    "main",
+    "parse_store_url",
+]
+
+DEFAULT_MAX_SESSIONS = 10_000
+"""The most sessions `nb-agents serve` keeps in an in-memory store (least recently used go first)."""
+DEFAULT_SESSION_TTL = 24 * 3600.0
+"""Seconds a session may go unused in an in-memory store under `nb-agents serve` before it goes."""
 
 _SCHEMES = "memory://, sqlite:///PATH.db, file://DIR or postgresql://USER@HOST:PORT/DBNAME"
 
 
-class CliError(Exception):
+class CliError(InvalidArgumentError):
     """A command-line mistake, reported as one line without a traceback."""
 
 
@@ -137,8 +157,14 @@ def build_app(
     context_provider: ContextProvider | None = None,
     cors_origins: Sequence[str] = (),
     debug: bool = False,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    session_ttl: float | None = DEFAULT_SESSION_TTL,
 ) -> tuple[Any, list[Agent]]:
-    """The ASGI app to serve for `target`, and the agents it serves (none for a ready app)."""
+    """The ASGI app to serve for `target`, and the agents it serves (none for a ready app).
+
+    An `InMemorySessionStore` without bounds of its own is bounded by `max_sessions`
+    and `session_ttl` (seconds; None for no bound).
+    """
     if isinstance(target, Agent):
         agents = [target]
     elif isinstance(target, list | tuple) and target and all(isinstance(a, Agent) for a in target):
@@ -163,6 +189,10 @@ def build_app(
         shared = parse_store_url(store, heartbeat_timeout=heartbeat_timeout)
         for agent in backed:
             agent.store = shared
+    for agent in agents:
+        kept = agent.store
+        if isinstance(kept, InMemorySessionStore) and kept.max_sessions is None and kept.ttl is None:
+            kept.bound(max_sessions=max_sessions, ttl=session_ttl)
     app = create_app(
         agents,
         prefix=prefix,
@@ -195,6 +225,21 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds after which a running turn whose process stopped beating may be taken over "
         "(default 60; the --store's, so every server sharing it should agree)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS,
+        help="sessions an in-memory store keeps, least recently used going first; one waiting for an "
+        f"answer too, with a warning (default {DEFAULT_MAX_SESSIONS}; 0: no bound)",
+    )
+    serve.add_argument(
+        "--session-ttl",
+        type=float,
+        default=DEFAULT_SESSION_TTL,
+        metavar="SECONDS",
+        help="seconds a session may go unused in an in-memory store before it goes, with a warning if "
+        f"it waited for an answer (default {DEFAULT_SESSION_TTL:g}, a day; 0: no bound)",
     )
     serve.add_argument("--prefix", default="", help="path prefix for every route, e.g. /api")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
@@ -270,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             context_provider=api_key(env=args.api_key_env) if args.api_key_env else None,
             cors_origins=args.cors_origin,
             debug=args.debug,
+            max_sessions=args.max_sessions or None,
+            session_ttl=args.session_ttl or None,
         )
         if agents and not args.api_key_env and not args.insecure_no_auth and not _loopback(args.host):
             raise CliError(
@@ -280,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if limit <= 0 or args.header_timeout <= 0 or args.keep_alive_timeout <= 0:
             raise CliError("--max-connections, --header-timeout and --keep-alive-timeout must be positive")
     except (CliError, ValueError) as exc:
-        print(f"nb-agents: error: {exc}", file=sys.stderr)
+        print(f"nb-agents: error: {exc.message if isinstance(exc, CliError) else exc}", file=sys.stderr)
         return 2
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -328,6 +375,11 @@ def _loopback(host: str) -> bool:
 def _state_line(agent: Agent) -> str:
     if agent.store is None:
         return "client-managed state"
-    if isinstance(agent.store, InMemorySessionStore):
-        return "server-managed state in memory: it dies with this process; use --store for durable sessions"
+    store = agent.store
+    if isinstance(store, InMemorySessionStore):
+        bounds = [f"at most {store.max_sessions} sessions"] if store.max_sessions else []
+        if store.ttl is not None:
+            bounds.append(f"each gone after {store.ttl.total_seconds():g} s unused")
+        kept = ", ".join(bounds) or "unbounded"
+        return f"server-managed state in memory ({kept}): it dies with this process; use --store to keep it"
     return f"server-managed state in {type(agent.store).__name__}"

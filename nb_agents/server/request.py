@@ -8,13 +8,21 @@ error naming what was wrong:
   read whole;
 * the body is not a JSON object: 400 ``INVALID_ARGUMENT`` with the parser's
   position;
-* a top-level key other than ``data``, ``init`` and ``config``: 400;
+* anywhere in the body, a value that is not JSON every store keeps and every
+  client reads (`nb_agents._json.check_value`): ``NaN``, ``Infinity``, a number
+  beyond a double (``1e400``, a 5000-digit integer), JSON nested deeper than 64
+  levels, a lone surrogate, a NUL character: 400 naming the field, e.g.
+  ``data.resume.respond[0].toolResponse.output.amount``;
+* a top-level key other than ``data``, ``init`` and ``config``, and a key the
+  route does not take inside ``data``, ``data.resume`` or ``init``
+  (`check_fields`): 400 naming it. Deeper objects (messages, parts, a state
+  blob) keep unknown keys, as Genkit's newer fields must round-trip;
 * more than ``max_parts`` parts (the input message's content, the resume
   answers, and the parts of a client-managed state blob, counted together): 400;
 * a value that does not validate against the wire model: 400 naming the fields;
-* before a stream starts, what no store could write (`check_turn_values`: JSON
-  nested too deep, a lone surrogate, an id no index takes): 400, as in plain
-  mode, where the turn finds the same before it touches a store.
+* before a stream starts, what no store could write (`check_turn_values`: an
+  id no index takes): 400, as in plain mode, where the turn finds the same
+  before it touches a store.
 
 What the engine decides once the turn has started (init misuse, a tampered
 state blob, ...) is not a request error: see `nb_agents.server.turn`.
@@ -24,19 +32,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from .._engine.limits import check_init_ids, check_input, check_json
+from .._json import loads
 from ..errors import InvalidArgumentError, RequestError
-from ..types import AgentInit, AgentInput
+from ..types import AgentInit, AgentInput, ToolResume
 
 __all__ = [
     "ENVELOPE_KEYS",
     "call_config",
+    "check_fields",
+    "check_turn_fields",
     "check_turn_values",
     "count_parts",
     "parse_envelope",
@@ -95,7 +106,9 @@ def parse_envelope(
     if not raw.strip():
         raise RequestError('the request body is empty; send a JSON object like {"data": {...}, "init": {}}')
     try:
-        body = json.loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+        body = loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+    except InvalidArgumentError as exc:
+        raise RequestError(exc.message) from None
     except UnicodeDecodeError:
         raise RequestError("the request body is not UTF-8 encoded JSON") from None
     except json.JSONDecodeError as exc:
@@ -137,6 +150,38 @@ def _items(value: Any, *keys: str) -> list[Any]:
             return []
         value = value.get(key)
     return value if isinstance(value, list) else []
+
+
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """The JSON keys a wire model takes: its camelCase aliases and its snake_case names."""
+    return frozenset(n for name, f in model.model_fields.items() for n in (name, f.alias or name))
+
+
+_TURN_FIELDS = (
+    ("data", _field_names(AgentInput)),
+    ("data.resume", _field_names(ToolResume)),
+    ("init", _field_names(AgentInit)),
+)
+
+
+def check_fields(value: Any, allowed: Collection[str], where: str) -> None:
+    """Refuse a key of the object `value` that is not in `allowed` (a misspelled answer is not ignored)."""
+    if not isinstance(value, dict):
+        return  # not an object: validation says so
+    unknown = sorted(k for k in value if k not in allowed)
+    if unknown:
+        names = ", ".join(f"{where}.{k if len(k) <= 64 else k[:64] + '...'}" for k in unknown[:_SHOWN_ERRORS])
+        accepted = ", ".join(sorted(k for k in allowed if "_" not in k))  # snake_case twins unnamed
+        raise RequestError(f"unknown field(s) {names}; {where} takes only {accepted}")
+
+
+def check_turn_fields(body: dict[str, Any]) -> None:
+    """`check_fields` on a turn's ``data``, ``data.resume`` and ``init``."""
+    for where, allowed in _TURN_FIELDS:
+        value: Any = body
+        for step in where.split("."):
+            value = value.get(step) if isinstance(value, dict) else None
+        check_fields(value, allowed, where)
 
 
 def count_parts(body: dict[str, Any]) -> int:

@@ -68,8 +68,10 @@ CHUNK_QUEUE_SIZE = 256  # chunks a slow reader may lag behind before the turn wa
 DEFAULT_WRITE_TIMEOUT = 30.0
 
 
-class ClientStalledError(Exception):
-    """A write to the client did not complete in time: it stopped reading."""
+class ClientStalledError(NbAgentsError):
+    """A write to the client did not complete in time: it stopped reading (dropped as a disconnect)."""
+
+    status = "DEADLINE_EXCEEDED"
 
 
 def frame(payload: dict[str, Any]) -> bytes:
@@ -240,7 +242,9 @@ class TurnResponse:
             async with asyncio.timeout(self.write_timeout):
                 await send({"type": "http.response.body", "body": data, "more_body": more})
         except TimeoutError:
-            raise ClientStalledError from None
+            raise ClientStalledError(
+                f"the client read nothing for {self.write_timeout:g} s (write_timeout)"
+            ) from None
 
 
 def _drain(chunks: asyncio.Queue[AgentStreamChunk]) -> bytes:

@@ -46,6 +46,7 @@ from typing import Any
 
 import psycopg
 
+from ..errors import FailedPreconditionError
 from ..types import Message, SessionSnapshot
 from ._delta import (
     MessageCache,
@@ -160,7 +161,7 @@ def notify_payload(snapshot_id: str) -> str:
     return snapshot_id if len(snapshot_id.encode("utf-8", "surrogatepass")) <= _MAX_PAYLOAD else ""
 
 
-class ClaimRacedError(Exception):
+class ClaimRacedError(FailedPreconditionError):
     """Another transaction committed a claim on the snapshot after `find_claim` looked: run again."""
 
 

@@ -17,6 +17,8 @@ claims and audit records (checked on every operation, so no thread is
 needed). A session whose turn is running (a pending row whose heartbeat is
 fresh) or whose claim is unfinished (its child row missing or pending) is
 never evicted: a bound can be exceeded while more sessions than that are busy.
+A session waiting for an answer is evicted as any other, never silently: see
+`nb_agents.stores._memory_evict`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from ._delta import (
     rebased_tail,
     shared_prefix,
 )
-from .base import HEARTBEAT_TIMEOUT, AuditRecord, ResumeClaim, effective_status, leaves
+from ._memory_evict import Evictions, evict
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, ResumeClaim, leaves
 
 __all__ = ["InMemorySessionStore"]
 
@@ -79,7 +82,10 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
             ``expired`` (seconds or a `timedelta`).
 
     An evicted session reads as unknown. Sessions with a running turn or an
-    unfinished claim are never evicted.
+    unfinished claim are never evicted. A session evicted while it waited for
+    an answer is logged, and reading it (or answering it) later raises
+    ``NOT_FOUND`` saying it was evicted. `nb-agents serve` bounds an unbounded
+    store (`bound`): 10,000 sessions, 24 hours by default.
 
     Example:
         >>> store = InMemorySessionStore(max_sessions=10_000, ttl=3600)
@@ -95,6 +101,12 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
         heartbeat_timeout: float | timedelta = HEARTBEAT_TIMEOUT,
     ) -> None:
         super().__init__(heartbeat_timeout=heartbeat_timeout)
+        self._data = _Rows(None, None, self.heartbeat_timeout)
+        self._lock = threading.Lock()
+        self.bound(max_sessions=max_sessions, ttl=ttl)
+
+    def bound(self, *, max_sessions: int | None, ttl: float | timedelta | None) -> None:
+        """Set the bounds the constructor takes (None: none), from the next operation on."""
         if max_sessions is not None and max_sessions < 1:
             raise ValueError(f"max_sessions must be 1 or more, got {max_sessions}")
         seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
@@ -102,12 +114,27 @@ class InMemorySessionStore(BaseSessionStore["_Rows"]):
             raise ValueError(f"ttl must be positive, got {ttl!r}")
         self.max_sessions = max_sessions
         self.ttl = timedelta(seconds=seconds) if seconds is not None else None
-        self._data = _Rows(max_sessions, seconds, self.heartbeat_timeout)
-        self._lock = threading.Lock()
+        with self._lock:
+            data = self._data
+            data.max_sessions, data.ttl = max_sessions, seconds
+            for session_id in data.by_session:  # sessions held before: now counted, as used now
+                data.touched.setdefault(session_id, time.monotonic())
 
     def __repr__(self) -> str:
         bounds = [f"{k}={v!r}" for k, v in (("max_sessions", self.max_sessions), ("ttl", self.ttl)) if v]
         return f"InMemorySessionStore({', '.join(bounds)})"
+
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        found = await super().get_snapshot(snapshot_id)
+        if found is None:
+            self._data.evicted.check(snapshot_id)  # one evicted while it waited says so
+        return found
+
+    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
+        found = await super().get_latest(session_id)
+        if found is None:
+            self._data.evicted.check(session_id)
+        return found
 
     async def _run(
         self, write: bool, fn: Callable[Concatenate[_Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -144,6 +171,7 @@ class _Rows:
         # the last rows saved or read, decoded: a turn reads what the previous one wrote
         self.recent: OrderedDict[str, tuple[int, SessionSnapshot]] = OrderedDict()
         self.seq = 0
+        self.evicted = Evictions()  # the sessions evicted while they waited for an answer
 
     # -- the primitives ---------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
@@ -266,42 +294,8 @@ class _Rows:
             self.touched.move_to_end(session_id)
 
     def evict(self, *, idle_only: bool = False) -> None:
-        """Drop the sessions idle past `ttl` and, unless `idle_only`, those beyond `max_sessions`
-        (least recent first; never the one used last, which the current operation used)."""
-        if not self.touched:
-            return
-        over = len(self.touched) - self.max_sessions if self.max_sessions is not None and not idle_only else 0
-        stale_before = time.monotonic() - self.ttl if self.ttl is not None else None
-        if over <= 0 and (stale_before is None or next(iter(self.touched.values())) >= stale_before):
-            return  # the common case: nothing to do, decided in O(1)
-        victims: list[str] = []
-        last = next(reversed(self.touched))
-        for session_id, at in self.touched.items():
-            stale = stale_before is not None and at < stale_before
-            if (over <= len(victims) and not stale) or (session_id == last and not idle_only):
-                break  # the rest were used later
-            if not self._busy(session_id):
-                victims.append(session_id)
-        for session_id in victims:
-            self._drop_session(session_id)
-
-    def _busy(self, session_id: str) -> bool:
-        """Whether a turn of the session runs (a fresh pending row) or a claim of it is unfinished."""
-        for snapshot_id in self.by_session.get(session_id, ()):
-            snap = self._decode(snapshot_id)
-            if snap is not None and self._running(snap):
-                return True
-            claim = self.claims.get(snapshot_id)
-            if claim is not None:
-                child = self._decode(claim.child_id)
-                if child is None or self._running(child):
-                    return True
-        return False
-
-    def _running(self, snap: SessionSnapshot) -> bool:
-        return (
-            snap.status == "pending" and effective_status(snap, timeout=self.heartbeat_timeout) == "pending"
-        )
+        """Drop the sessions idle past `ttl` and, unless `idle_only`, those beyond `max_sessions`."""
+        evict(self, idle_only=idle_only)
 
     def _drop_session(self, session_id: str) -> None:
         """Forget the session: its rows, the claims on them, its audit records."""

@@ -41,7 +41,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
-from ..errors import FailedPreconditionError
+from ..errors import FailedPreconditionError, UnavailableError
 from ._base import BaseSessionStore
 from ._changes import shared
 from ._delta import MessageCache
@@ -87,12 +87,18 @@ def _write_lock(path: str) -> threading.Lock:
         return _WRITE_LOCKS.setdefault(key, threading.Lock())
 
 
-class _BusyError(Exception):
+class _BusyError(UnavailableError):
     """Another writer of this process holds the database: don't wait on the loop."""
 
+    def __init__(self) -> None:
+        super().__init__("another writer of this process holds the database")
 
-class _NotReadyError(Exception):
+
+class _NotReadyError(FailedPreconditionError):
     """The store must check its schema (first use, or in a forked child) before running on the loop."""
+
+    def __init__(self) -> None:
+        super().__init__("the store has not checked its schema in this process yet")
 
 
 class SqliteSessionStore(BaseSessionStore[Rows]):

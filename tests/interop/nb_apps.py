@@ -10,7 +10,9 @@
 * ``blocker``: a custom agent with a store that streams one chunk, then waits until
   it is aborted (for detach-then-abort and a client closing its stream);
 * ``failing``: a custom agent that streams three chunks, then its store fails the
-  turn's write (`BrokenStore`): a thrown ``UNAVAILABLE`` error after the chunks.
+  turn's write (`BrokenStore`): a thrown ``UNAVAILABLE`` error after the chunks;
+* ``refusing``: the same, on a store that refuses only the turn's final row and
+  takes the failed row written in its place (`RefusingStore`): the same error.
 
 The model is rule-based and answers at once: a user message that mentions a
 transfer asks for ``transferMoney``, one that asks to confirm calls
@@ -164,6 +166,7 @@ def bank_agents(db: Path, bank: Bank) -> list[nba.Agent]:
         banking("plainBank"),
         nba.define_custom_agent("blocker", block, store=nba.InMemorySessionStore()),
         nba.define_custom_agent("failing", stream_then_fail, store=BrokenStore()),
+        nba.define_custom_agent("refusing", stream_then_fail, store=RefusingStore()),
     ]
 
 
@@ -172,6 +175,19 @@ class BrokenStore(nba.InMemorySessionStore):
 
     async def save_snapshot(self, snapshot_id: str, mutator: Any, **kwargs: Any) -> Any:
         raise UnavailableError("the session store is down")
+
+
+class RefusingStore(nba.InMemorySessionStore):
+    """A store that refuses every completed row (in its transaction) and takes any other."""
+
+    async def save_snapshot(self, snapshot_id: str, mutator: Any, **kwargs: Any) -> Any:
+        def refusing(current: nba.SessionSnapshot | None) -> Any:
+            new = mutator(current)
+            if new is not None and new.status == "completed":
+                raise UnavailableError("the session store is down")
+            return new
+
+        return await super().save_snapshot(snapshot_id, refusing, **kwargs)
 
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]

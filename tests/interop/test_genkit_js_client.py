@@ -173,16 +173,21 @@ def test_closing_the_stream_aborts_the_turn_on_the_server(flow: Flow) -> None:
     assert "work until I stop you" in flow[1].blocker_stopped
 
 
-def test_a_stream_that_fails_after_its_chunks_leaves_node_running(genkit_js: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", ["failing", "refusing"])
+def test_a_stream_that_fails_after_its_chunks_leaves_node_running(
+    genkit_js: Path, tmp_path: Path, agent: str
+) -> None:
     """The error frame after streamed chunks, in a default Node process.
 
     Genkit JS 1.42's client leaves a promise rejected, unhandled, when the last chunk
     and the error frame arrive in one read, and a default Node process dies of it
     (exit status 1: `run_json` fails). The script has no 'unhandledRejection' handler.
+    The store's own status reaches the client whether it takes no write at all
+    (``failing``) or refuses only the turn's row and records the failure (``refusing``).
     """
     bank, server = serve_bank(tmp_path)
     try:
-        got = run_json(["node", genkit_js / "stream_error.mjs", bank.url, "10"], cwd=genkit_js)
+        got = run_json(["node", genkit_js / "stream_error.mjs", bank.url, "10", agent], cwd=genkit_js)
     finally:
         server.stop()
     error = {

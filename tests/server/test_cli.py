@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 import nb_agents as nba
 from nb_agents.__main__ import main
 from nb_agents.remote import remote_agent
+from nb_agents.server import cli
 from nb_agents.server.cli import CliError, build_app, load_target, parse_store_url
 from nb_agents.testing import FunctionModel
 
@@ -75,6 +77,35 @@ def test_store_replaces_only_the_stores_of_store_backed_agents() -> None:
     assert build_app(app) == (app, [])
     with pytest.raises(CliError, match="expected an Agent, a list of agents or an ASGI app"):
         build_app(42)
+
+
+def test_serve_bounds_sessions_kept_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, ``nb-agents serve`` kept every session of an in-memory store forever."""
+    own = nba.define_agent("own", model=FunctionModel(lambda r: "x"), store=nba.InMemorySessionStore())
+    build_app(own)
+    assert own.store is not None
+    assert (own.store.max_sessions, own.store.ttl) == (10_000, timedelta(days=1))  # type: ignore[attr-defined]
+    assert (cli.DEFAULT_MAX_SESSIONS, cli.DEFAULT_SESSION_TTL) == (10_000, 86_400)
+    build_app(own, store="memory://", max_sessions=5, session_ttl=None)
+    assert (own.store.max_sessions, own.store.ttl) == (5, None)  # type: ignore[attr-defined]
+    chosen = nba.InMemorySessionStore(ttl=60)  # bounds of its own are kept
+    kept = nba.define_agent("kept", model=FunctionModel(lambda r: "x"), store=chosen)
+    build_app(kept)
+    assert (chosen.max_sessions, chosen.ttl) == (None, timedelta(seconds=60))
+    (tmp_path / "boundapp.py").write_text(APP)
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "boundapp:echo", "--max-sessions", "-1"]) == 2
+    assert "max_sessions must be 1 or more" in capsys.readouterr().err
+
+
+def test_serve_help_says_the_session_bounds() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "nb_agents", "serve", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--max-sessions" in out and "default 10000; 0: no bound" in out
+    assert "--session-ttl" in out and "default 86400, a day; 0: no bound" in " ".join(out.split())
 
 
 def test_main_reports_mistakes_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,12 +2,12 @@
 // client (npm genkit, 'genkit/beta/client') in a default Node process: no
 // 'unhandledRejection' handler, so a promise the client leaves rejected kills the
 // process (exit status 1) instead of being recorded.
-// Usage: node stream_error.mjs BASE_URL [ROUNDS] -> prints one JSON object.
+// Usage: node stream_error.mjs BASE_URL [ROUNDS] [AGENT] -> prints one JSON object.
 import { remoteAgent } from 'genkit/beta/client';
 
 const base = process.argv[2];
 const rounds = Number(process.argv[3] ?? 20);
-const failing = remoteAgent({ url: `${base}/failing` });
+const failing = remoteAgent({ url: `${base}/${process.argv[4] ?? 'failing'}` });
 
 const errorInfo = (e) => ({
   name: e?.constructor?.name ?? typeof e,
