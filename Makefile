@@ -14,11 +14,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,e2e]"
 	touch $(STAMP)
 
-# the demo needs nb_agents and JupyterLab only (the `jupyter` extra), not the test tooling
+# the demo needs nb_agents, JupyterLab (the `jupyter` extra) and the MCP SDK (notebooks/mcp.ipynb),
+# not the test tooling; tests/test_notebooks.py runs every notebook with only this install importable
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[jupyter]"
+	$(BIN)/python -m pip install --quiet -e ".[jupyter,mcp]"
 	touch $(DEMO_STAMP)
 
 # JupyterLab on 127.0.0.1:$(PORT) with notebooks/quickstart.ipynb (prints the URL with its token)
