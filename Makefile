@@ -6,19 +6,27 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 PORT ?= 8888
 
+# an editable install does not install pyproject's data-files: enable nb_agents' Jupyter server
+# extension in the venv by hand, as a regular install does (saved notebooks keep records)
+ENABLE_EXTENSION = mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d && \
+	cp jupyter-config/jupyter_server_config.d/nb_agents.json $(VENV)/etc/jupyter/jupyter_server_config.d/
+
 .PHONY: demo demo-cli test lint typecheck pytest nbval browser interop mcp chromium postgres bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,e2e]"
+	$(ENABLE_EXTENSION)
 	touch $(STAMP)
 
-# the demo needs nb_agents and JupyterLab only (the `jupyter` extra), not the test tooling
+# the demo needs nb_agents, JupyterLab (the `jupyter` extra) and the MCP SDK (notebooks/mcp.ipynb),
+# not the test tooling; tests/test_notebooks.py runs every notebook with only this install importable
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[jupyter]"
+	$(BIN)/python -m pip install --quiet -e ".[jupyter,mcp]"
+	$(ENABLE_EXTENSION)
 	touch $(DEMO_STAMP)
 
 # JupyterLab on 127.0.0.1:$(PORT) with notebooks/quickstart.ipynb (prints the URL with its token)

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# `make demo`: open notebooks/quickstart.ipynb in JupyterLab on 127.0.0.1 and print its URL.
+# `make demo`: open quickstart.ipynb in JupyterLab on 127.0.0.1 and print its URL.
+#
+# JupyterLab serves working copies of notebooks/ in DEMO_DIR (default demo-notebooks/, which git
+# ignores; scripts/demo_copies.py): play, run, save, and the tracked notebooks stay as they are.
+# A copy you changed is kept on the next `make demo`; delete the folder to start afresh.
 #
 # Environment: PORT (default 8888; `make demo PORT=9000`), NOTEBOOK (default quickstart.ipynb,
-# under notebooks/), JUPYTER_TOKEN (default: a fresh random token), BIN (default .venv/bin).
+# under notebooks/), DEMO_DIR (default demo-notebooks), JUPYTER_TOKEN (default: a fresh random
+# token), BIN (default .venv/bin).
 # Widgets are live here (NB_AGENTS_STATIC=0 unless set); without an API key the
 # notebooks run on their offline rule-based models.
 #
@@ -18,13 +23,14 @@ cd "$(dirname "$0")/.."
 bin="${BIN:-.venv/bin}"
 port="${PORT:-8888}"
 notebook="${NOTEBOOK:-quickstart.ipynb}"
+demo_dir="${DEMO_DIR:-demo-notebooks}"
 
 if [ ! -f "notebooks/$notebook" ]; then
     echo "demo: notebooks/$notebook not found" >&2
     exit 1
 fi
 if [ ! -x "$bin/jupyter-lab" ]; then
-    echo "demo: JupyterLab is not installed in $bin; install the jupyter extra: $bin/pip install -e '.[jupyter]'" >&2
+    echo "demo: JupyterLab is not installed in $bin; run make demo (it installs the jupyter and mcp extras)" >&2
     exit 1
 fi
 if ! "$bin/python" - "$port" <<'PY'
@@ -41,6 +47,9 @@ then
     exit 1
 fi
 
+echo "nb_agents demo: JupyterLab on http://127.0.0.1:$port"
+"$bin/python" scripts/demo_copies.py notebooks "$demo_dir"
+
 token="${JUPYTER_TOKEN:-$("$bin/python" -c 'import secrets; print(secrets.token_hex(16))')}"
 settings="$(mktemp -d "${TMPDIR:-/tmp}/nb_agents-demo.XXXXXX")"
 trap 'rm -rf "$settings"' EXIT
@@ -54,12 +63,11 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 export NB_AGENTS_STATIC="${NB_AGENTS_STATIC:-0}"
 
-echo "nb_agents demo: JupyterLab on http://127.0.0.1:$port"
 echo "  open: http://127.0.0.1:$port/lab/tree/$notebook?token=$token"
 echo "  stop: Ctrl+C (twice). The terminal demo is 'make demo-cli'."
 # not exec: the trap removes the settings folder when JupyterLab ends
 "$bin/jupyter-lab" --no-browser --ip=127.0.0.1 --port="$port" --port-retries=0 \
-    --IdentityProvider.token="$token" --ServerApp.root_dir=notebooks \
+    --IdentityProvider.token="$token" --ServerApp.root_dir="$demo_dir" \
     --LabApp.user_settings_dir="$settings/user-settings" \
     --LabApp.workspaces_dir="$settings/workspaces" \
     --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \

@@ -38,6 +38,7 @@ def refresh(path: Path) -> None:
             timeout=300,
             resources={"metadata": {"path": str(work)}},
             record_timing=False,  # no timestamps in the stored notebook: diffs show real changes only
+            store_widget_state=False,  # static mode shows records: no widget state to keep
         )
         with mock.patch.dict(os.environ, env, clear=True):  # the kernel inherits this environment
             client.execute()

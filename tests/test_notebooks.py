@@ -4,7 +4,9 @@ Every ``notebooks/*.ipynb`` is one test here. notebooks/ is copied to a temp
 folder (so what a notebook writes, an ``agents.db`` say, never lands in the work
 tree) and ``pytest --nbval`` runs the copy in a subprocess, in the isolated
 Jupyter environment of `jupyter_env`:
-the ``python3`` kernel is this interpreter (the .venv's ipykernel),
+the ``python3`` kernel is this interpreter (the .venv's ipykernel), able to
+import only what ``make demo`` installs (`demo_install`: so every example runs
+under the demo's install, not just under the test extras),
 ``NB_AGENTS_STATIC=1`` makes nb_agents render deterministically, and no API key
 reaches the kernel, so notebooks use their offline models. Each cell's fresh
 output must equal the stored one after the masks in tests/nbval_sanitize.cfg
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from demo_install import write_demo_kernelspec
 from jupyter_env import KERNEL_NAME, MISSING_E2E_HINT, e2e_missing, in_ci, isolated_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +84,13 @@ def run_nbval(notebooks: list[Path], workdir: Path, env: dict[str, str]) -> tupl
     return proc.returncode, output, outcomes
 
 
+def demo_env(base: Path) -> dict[str, str]:
+    """`isolated_env` whose ``python3`` kernel imports only what ``make demo`` installs."""
+    env = isolated_env(base)
+    write_demo_kernelspec(Path(env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL_NAME)
+    return env
+
+
 def needs_api_key(notebook: Path) -> bool:
     """A notebook that only makes sense on a real model says so in its metadata."""
     meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
@@ -95,7 +105,7 @@ def test_example_notebook(notebook: Path, tmp_path: Path) -> None:
         pytest.skip(f"{notebook.name} runs on a real model: it needs an API key, and test kernels get none")
     workdir = tmp_path / "notebooks"
     shutil.copytree(NOTEBOOKS, workdir, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    env = isolated_env(tmp_path / "jupyter")
+    env = demo_env(tmp_path / "jupyter")
     code, output, outcomes = run_nbval([workdir / notebook.name], workdir, env)
     assert code == 0 and outcomes, f"nbval failed on notebooks/{notebook.name}:\n{output[-8000:]}"
     assert set(outcomes.values()) <= {"passed", "skipped"}, output[-8000:]
@@ -167,3 +177,20 @@ def test_harness_runs_this_interpreter_with_static_rendering_and_masks(tmp_path:
     assert outcomes.get("bad.ipynb::Cell 0") == "failed", output[-8000:]
     assert code == 1
     assert "something else entirely" in output and "the stored output says otherwise" in output
+
+
+def test_harness_kernel_imports_only_what_make_demo_installs(tmp_path: Path) -> None:
+    import nbformat
+
+    message = "No module named 'pytest'"  # as if it were not installed: make demo does not install it
+    nb = _notebook(
+        [
+            ("import ipywidgets, markdown_it, nb_agents.notebook\nprint('ok')", "ok\n"),
+            ("try:\n    import pytest\nexcept ModuleNotFoundError as exc:\n    print(exc)", f"{message}\n"),
+        ]
+    )
+    nbformat.write(nb, tmp_path / "demo.ipynb")
+
+    code, output, outcomes = run_nbval([tmp_path / "demo.ipynb"], tmp_path, demo_env(tmp_path / "jupyter"))
+
+    assert code == 0 and set(outcomes.values()) == {"passed"} and len(outcomes) == 2, output[-8000:]

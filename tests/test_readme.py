@@ -27,3 +27,14 @@ def test_readme_examples_run_in_order(
     retried = next(out for out in outputs if "bank offline" in out)  # one failed attempt, replayed
     assert retried.count("RuntimeError: bank offline") == 2 and retried.endswith("Done. 1\n")
     assert "interrupted transferMoney" in outputs[-1] and "Done. completed" in outputs[-1]
+
+
+def test_the_readme_opens_with_the_demo_and_lists_every_example_notebook() -> None:
+    text = README.read_text()
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert headings[:2] == ["The first ten minutes", "The example notebooks"], headings
+    table = text.split("## The example notebooks", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `([\w-]+)` \|", table, flags=re.M))
+    notebooks = {p.stem for p in (README.parent / "notebooks").glob("*.ipynb")}
+    assert listed == notebooks, f"missing {sorted(notebooks - listed)}, stale {sorted(listed - notebooks)}"
+    assert "(https://mybinder.org/badge_logo.svg)" in text.split("## ", 1)[0]  # the Binder badge, on top

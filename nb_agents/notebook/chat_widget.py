@@ -1,11 +1,15 @@
 """`ChatWidget`: a chat box in a cell, with forms for interrupted turns inline.
 
-A transcript ("You", "Assistant", tool rows), a text box where Enter sends
-and Shift+Enter starts a new line (`MessageBox`), Send and Stop. Replies
-stream into the transcript as markdown and the transcript keeps the newest
-message in view. A turn that pauses shows a `TurnView` (its forms) in place
-of a reply; while it waits, new messages are held back (the model must hear
-the answer first) and the box says so. Stop aborts the turn in flight.
+A header (the agent's name and what the box is), a transcript ("You",
+"Assistant", tool rows), a text box where Enter sends and Shift+Enter starts
+a new line (`MessageBox`), Send and Stop. Before the first message the
+transcript says what to do ("Ask bankingAgent something"), with example
+prompts to click when given. Replies stream into the transcript as markdown;
+the transcript grows with the conversation up to most of the window's height,
+then scrolls, keeping the newest message in view. A turn that pauses shows a
+`TurnView` (its forms) in place of a reply; while it waits, new messages are
+held back (the model must hear the answer first) and the box says so. Stop
+aborts the turn in flight.
 
 Built from a stored chat (``agent.chat(session_id=...)`` or
 ``Chat(agent, snapshot_id=...)``), the widget reads the conversation from
@@ -15,13 +19,14 @@ the store (``agent.get_snapshot``) and shows it, a paused last turn as forms.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..chat import Chat
 from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
-from ..render._html import MUTED
+from ..render._html import MUTED, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
@@ -42,6 +47,25 @@ _BUBBLE = {
 }
 
 
+def _with_results(msgs: list[Message]) -> list[Message]:
+    """The messages to show, each tool call carrying its result (the tool messages are not shown)."""
+    results = {
+        (p.tool_response.name, p.tool_response.ref): p.tool_response.output
+        for m in msgs
+        if m.role == "tool"
+        for p in m.content
+        if p.tool_response is not None
+    }
+
+    def shown(p: Part) -> Part:
+        tr = p.tool_request
+        if tr is None or p.is_interrupt or (tr.name, tr.ref) not in results:
+            return p
+        return p.with_metadata(pendingOutput=results[(tr.name, tr.ref)])  # how a row shows its result
+
+    return [m.model_copy(update={"content": [shown(p) for p in m.content]}) for m in msgs if m.role != "tool"]
+
+
 def _bubble(msg: Message) -> Any:
     style = _BUBBLE.get(msg.role, "padding:4px 10px")
     return widgets.HTML(value=f'<div style="{style}">{message_bundle(msg)["text/html"]}</div>')
@@ -51,46 +75,81 @@ def _note(text: str) -> str:
     return f'<div class="nba-chat-note" style="{MUTED};padding:2px 10px">{text}</div>'
 
 
+_HEADER = (
+    "padding:6px 10px;border-bottom:1px solid var(--jp-border-color2,#ddd);line-height:1.4;"
+    "color:var(--jp-content-font-color1,#222)"
+)
+_EMPTY = "padding:10px 0 4px;line-height:1.4;color:var(--jp-content-font-color2,#666)"
+
+
+def _name(chat: Chat) -> str:
+    return str(getattr(chat.agent, "name", "") or "the agent")
+
+
+def header_html(chat: Chat) -> str:
+    """The chat's header: the agent's name, and its description or what the box is for."""
+    about = str(getattr(chat.agent, "description", "") or "").strip() or "A chat with this agent."
+    return (
+        f'<div class="nba-chat-header" style="{_HEADER}">'
+        f'<span style="font-weight:600">{esc(_name(chat))}</span>'
+        f'<div style="{MUTED}">{esc(about)}</div></div>'
+    )
+
+
 class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """A chat with an agent (or an existing `Chat`) as a widget.
 
     Args:
         agent_or_chat: An agent (a new chat is started) or a `Chat` to continue;
             a chat positioned by ``session_id``/``snapshot_id`` shows its stored history.
-        placeholder: The text box's placeholder.
+        placeholder: The text box's placeholder and label (default: "Message <agent name>").
         answered_by: Who answers interrupts, recorded in the audit trail.
+        examples: Messages to offer before the first one, as buttons that send them.
 
     Attributes:
         chat: The `Chat` the widget drives.
         message_box: The text box (a `MessageBox`); send_button, stop_button: the buttons.
+        header: The header (the agent's name); empty: what the transcript shows before the first message.
         task: The running (or last) turn task; await it in tests.
         loading: The task reading the stored history, when there is one.
         views: The `TurnView` of every paused turn shown so far.
 
     Example:
-        >>> ChatWidget(agent)         # type, press Enter, answer forms inline  # doctest: +SKIP
+        >>> ChatWidget(agent, examples=["Transfer $500 to savings"])   # click, or type  # doctest: +SKIP
         >>> ChatWidget(agent.chat(session_id="support-1"))   # the stored conversation  # doctest: +SKIP
     """
 
-    def __init__(self, agent_or_chat: Any, *, placeholder: str = "Message", answered_by: str | None = None):
+    def __init__(
+        self,
+        agent_or_chat: Any,
+        *,
+        placeholder: str | None = None,
+        answered_by: str | None = None,
+        examples: Sequence[str] = (),
+    ):
         super().__init__()
         self.chat: Chat = agent_or_chat if isinstance(agent_or_chat, Chat) else agent_or_chat.chat()
         self.answered_by = answered_by
-        self.placeholder = placeholder
+        self.placeholder = placeholder if placeholder is not None else f"Message {_name(self.chat)}"
         self.task: asyncio.Task[AgentResponse | None] | None = None
         self._running = False
         self.loading: asyncio.Task[None] | None = None
         self.views: list[TurnView] = []
         self.history: list[Message] = []  # read from the store; the chat's own list holds what follows
+        self.header = widgets.HTML(value=header_html(self.chat), layout=widgets.Layout(margin="0"))
+        self.empty = self._empty_state(list(examples))
         self.transcript = widgets.VBox(layout=widgets.Layout(flex="0 0 auto"))  # grows, never squeezed
-        # column-reverse keeps the scroll position at the bottom: the newest message stays in view
+        # column-reverse keeps the scroll position at the bottom: the newest message stays in view;
+        # the box grows with the conversation up to most of the window, then scrolls
         self.scroller = widgets.Box(
             [self.transcript],
-            layout=widgets.Layout(flex_flow="column-reverse", overflow="auto", max_height="32em"),
+            layout=widgets.Layout(flex_flow="column-reverse", overflow="auto", max_height="70vh"),
         )
         self.notice = widgets.HTML()
-        self.message_box = MessageBox(placeholder=placeholder, label=placeholder)
+        self.message_box = MessageBox(placeholder=self.placeholder, label=placeholder or "Message")
         self.message_box.on_submit(self._submitted)
+        # set here, not only by the box's script: ipywidgets' layout would reset it on some renders
+        self.message_box.layout.flex = "1 1 auto"
         self.send_button = widgets.Button(description="Send", button_style="primary", icon="paper-plane")
         self.send_button.on_click(lambda _: self.send())
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
@@ -98,16 +157,39 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         self.stop_button.layout.display = "none"
         row = widgets.HBox(
             [self.message_box, self.send_button, self.stop_button],
-            layout=widgets.Layout(align_items="flex-end", width="100%"),
+            layout=widgets.Layout(align_items="flex-end", width="100%", padding="6px 10px"),
         )
-        self.children = [self.scroller, self.notice, row]
-        self.layout = widgets.Layout(max_width="60em")
+        self.children = [self.header, self.empty, self.scroller, self.notice, row]
+        self.layout = widgets.Layout(
+            max_width="60em", border="1px solid var(--jp-border-color2, #ccc)", margin="4px 0"
+        )
         self.add_class("nba-chat")
         if self.chat.messages:
             self._show_history(list(self.chat.messages), self.chat.last)
         elif self.chat.snapshot_id or self.chat.session_id:
             self.transcript.children = [widgets.HTML(value=_note("Loading the conversation…"))]
             self.loading = spawn(self._load())
+        self._update_controls()
+
+    def _empty_state(self, examples: list[str]) -> Any:
+        """What the transcript shows before the first message: what to do, and examples to click."""
+        name = esc(_name(self.chat))
+        ask = "type below and press Enter, or try an example" if examples else "type below and press Enter"
+        words = (
+            f'<div style="font-size:110%;color:var(--jp-content-font-color1,#222)">Ask {name} something: '
+            f"{ask}.</div><div>Shift+Enter starts a new line. When {name} wants to run a tool that needs "
+            "your approval, the question appears here as a form: answer it, and the reply goes on.</div>"
+        )
+        note = widgets.HTML(value=f'<div class="nba-chat-empty" style="{_EMPTY}">{words}</div>')
+        buttons = []
+        for text in examples:
+            button = widgets.Button(
+                description=text, tooltip=f"Send: {text}", layout=widgets.Layout(width="auto")
+            )
+            button.on_click(lambda _b, text=text: self.send(text))
+            buttons.append(button)
+        row = widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap"))
+        return widgets.VBox([note, row], layout=widgets.Layout(padding="0 10px 6px"))
 
     # -- history ---------------------------------------------------------------------------
     async def _load(self) -> None:
@@ -139,10 +221,10 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         """The earlier messages; the last turn as forms when it is paused."""
         rows: list[Any] = []
         if last is not None and last.finish_reason == "interrupted" and msgs and msgs[-1].role == "model":
-            rows = [_bubble(m) for m in msgs[:-1] if m.role != "tool"]
+            rows = [_bubble(m) for m in _with_results(msgs[:-1])]
             rows.append(self._view(last))
         else:
-            rows = [_bubble(m) for m in msgs if m.role != "tool"]
+            rows = [_bubble(m) for m in _with_results(msgs)]
         self.transcript.children = rows
         self._update_controls()
 
@@ -232,6 +314,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         return view
 
     def _update_controls(self) -> None:
+        self.empty.layout.display = "none" if self.transcript.children else None
         busy, waiting = self.busy, self.waiting is not None
         self.send_button.disabled = busy or waiting
         self.stop_button.layout.display = None if busy else "none"
@@ -243,10 +326,16 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
     # -- display ---------------------------------------------------------------------------
     def _static_bundle(self) -> dict[str, Any]:
         """The transcript as static text and HTML."""
-        shown = [message_bundle(m) for m in [*self.history, *self.chat.messages] if m.role != "tool"]
+        shown = [message_bundle(m) for m in _with_results([*self.history, *self.chat.messages])]
+        name = _name(self.chat)
         return {
-            "text/plain": "\n\n".join(b["text/plain"] for b in shown) or "ChatWidget (empty)",
-            "text/html": "".join(b["text/html"] for b in shown),
+            "text/plain": "\n\n".join([f"Chat with {name}", *(b["text/plain"] for b in shown)])
+            if shown
+            else f"Chat with {name} (no messages yet)",
+            "text/html": f'<div style="border:1px solid var(--jp-border-color2,#ccc);max-width:60em">'
+            f'{header_html(self.chat)}<div style="padding:4px 10px">'
+            + ("".join(b["text/html"] for b in shown) or _note("No messages yet."))
+            + "</div></div>",
         }
 
     def __repr__(self) -> str:

@@ -16,11 +16,16 @@ the agent's audit trail when the agent is local.
 
 Once the turn is finished (nothing left to ask), the view *settles*: the forms
 give way to a record (the question, the answer, who, when, the reply), and a
-view displayed in a cell replaces its output with that record, so a saved
-notebook reads without a kernel. When the pause can be forked (a local agent
-with a store), the settled view stays live instead, with a "Try another
-answer" button (`ForkPanel`): a fork of the pause, a fresh form for it, and
-the two continuations side by side once the fork's turn is done.
+view displayed in a cell replaces its output with that record alone, so a
+saved notebook reads without a kernel and without the server extension
+(JupyterLab shows "Error displaying widget: model not found" for any widget
+whose kernel is gone, whatever else the output holds). A view inside a live
+widget (a `ChatWidget`), or one shown with ``try_another=True``, stays live
+instead, with a "Try another answer" button (`ForkPanel`) when the pause can
+be forked (a local agent with a store): a fork of the pause, a fresh form for
+it, and the two continuations side by side once the fork's turn is done.
+Such a view is saved as its record only by the server extension
+(`nb_agents.jupyter_extension`), as a form still waiting is.
 """
 
 from __future__ import annotations
@@ -76,6 +81,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         chat: The chat that resumes it (default: ``response.chat``).
         answered_by: Who answers, recorded in the audit trail (``resume.metadata.answeredBy``).
         on_settle: Called with the view once its turn is finished (see the module docstring).
+        try_another: Offer "Try another answer" once the turn is finished (a view displayed
+            in a cell then stays live, and a saved notebook keeps its record only through the
+            server extension). Default: only inside a live widget, such as a `ChatWidget`.
 
     Attributes:
         forms: One `InterruptForm` per interrupt.
@@ -99,12 +107,14 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         *,
         answered_by: str | None = None,
         on_settle: Callable[[TurnView], None] | None = None,
+        try_another: bool | None = None,
     ):
         super().__init__()
         self.response = response
         self.chat: Chat | None = chat if chat is not None else response.chat
         self.answered_by = answered_by if answered_by is not None else local_user()
         self.on_settle = on_settle
+        self.try_another = try_another
         self.tools = agent_tools(self.chat)
         note = response.text
         self.forms = [
@@ -365,7 +375,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         if res.finish_reason == "interrupted":
             self.stream.value = tools
             self.child = TurnView(
-                res, chat, answered_by=self.answered_by, on_settle=lambda _c: self._settle()
+                res,
+                chat,
+                answered_by=self.answered_by,
+                on_settle=lambda _c: self._settle(),
+                try_another=self.offers_forks,
             )
             self.continuation.children = [self.stream, self.child]
             self.state = "answered"
@@ -431,6 +445,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
     # -- settling ---------------------------------------------------------------------------
     @property
+    def offers_forks(self) -> bool:
+        """Whether a finished turn offers "Try another answer" (see ``try_another``)."""
+        return self.try_another if self.try_another is not None else not self.displayed
+
+    @property
     def settled(self) -> bool:
         """Whether nothing is left to answer here or below."""
         return self.state in ("done", "stale") or (self.child is not None and self.child.settled)
@@ -441,10 +460,10 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         if not self.settled:
             return
         here = self.child is None or self.child.settled
-        if here and self.state == "done" and self.fork_panel is None and can_fork(self):
+        if here and self.state == "done" and self.fork_panel is None and self.offers_forks and can_fork(self):
             self.fork_panel = ForkPanel(self)
         # the cell's record first, before the live view says it is done: a notebook saved
-        # from the moment it does keeps the record
+        # from the moment it does keeps the record (a live fork panel: only with the extension)
         if self.displayed and self.fork_panel is not None:
             self.refresh_record()  # it stays live: another answer can be tried
         elif self.displayed:

@@ -8,12 +8,13 @@ speak the same `Model` protocol as the real providers.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import FailedPreconditionError
 from ..models.base import ModelChunkSink
-from ..types import GenerateRequest, GenerateResponse, ModelResponseChunk
+from ..types import GenerateRequest, GenerateResponse, ModelResponseChunk, Part
 
 __all__ = ["FunctionModel", "ScriptedModel"]
 
@@ -96,8 +97,15 @@ class FunctionModel:
     becomes a model text message with finish reason ``stop``. Unlike
     `ScriptedModel` it keeps only ``last_request`` (and a ``calls`` count).
 
+    Args:
+        fn: The function of the request (sync or async).
+        name: The model name shown in logs and requests.
+        stream: Stream the reply's text to a streaming caller, a word per chunk,
+            before returning it (as a real model does); a turn that is not
+            streamed gets the reply alone.
+
     Example:
-        >>> echo = FunctionModel(lambda req: "you said: " + req.messages[-1].text)
+        >>> echo = FunctionModel(lambda req: "you said: " + req.messages[-1].text, stream=True)
     """
 
     def __init__(
@@ -105,9 +113,11 @@ class FunctionModel:
         fn: Callable[[GenerateRequest], ResponseLike | str | Awaitable[ResponseLike | str]],
         *,
         name: str = "function",
+        stream: bool = False,
     ) -> None:
         self.fn = fn
         self.name = name
+        self.stream = stream
         self.calls = 0
         self.last_request: GenerateRequest | None = None
 
@@ -122,4 +132,9 @@ class FunctionModel:
             out = await out
         if isinstance(out, str):
             out = {"message": {"role": "model", "content": [{"text": out}]}, "finishReason": "stop"}
-        return _response(out)
+        response = _response(out)
+        if self.stream and on_chunk is not None and response.message is not None:
+            for part in response.message.content:
+                for word in re.findall(r"\s*\S+\s*|\s+", part.text or ""):
+                    await on_chunk(ModelResponseChunk(role="model", content=[Part(text=word)]))
+        return response

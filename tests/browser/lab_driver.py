@@ -76,8 +76,14 @@ class LabServer:
         self._http = httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}, timeout=30)
 
     @classmethod
-    def start(cls, base: Path, env: dict[str, str], *, timeout: float = 180.0) -> LabServer:
-        """Start JupyterLab with its root and log under `base`; wait until /api/status answers."""
+    def start(
+        cls, base: Path, env: dict[str, str], *, timeout: float = 180.0, server_extension: bool = True
+    ) -> LabServer:
+        """Start JupyterLab with its root and log under `base`; wait until /api/status answers.
+
+        `server_extension`: enable nb_agents' Jupyter server extension, as a regular install
+        does (an editable one does not: False starts JupyterLab as it runs there).
+        """
         root = base / "root"
         root.mkdir(parents=True, exist_ok=True)
         token = os.urandom(16).hex()
@@ -97,7 +103,7 @@ class LabServer:
                 # CurveZMQ-encrypted kernel sockets: no "TCP without encryption" warning per kernel
                 "--KernelManager.transport_encryption=auto",
                 # what a regular install enables through its config file (an editable one has none)
-                "--ServerApp.jpserver_extensions=nb_agents.jupyter_extension=True",
+                f"--ServerApp.jpserver_extensions=nb_agents.jupyter_extension={server_extension}",
             ]  # fmt: skip
             if os.geteuid() == 0:
                 cmd.append("--allow-root")

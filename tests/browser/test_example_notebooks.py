@@ -38,7 +38,11 @@ FORMS = {
 
 
 # examples whose live forms have browser tests of their own (they end past their forms)
-OWN_TESTS = {"kernel-restart.ipynb": "test_kernel_restart_*", "mcp.ipynb": "test_mcp_elicitation.py"}
+OWN_TESTS = {
+    "chat.ipynb": "test_chat_notebook.py",
+    "kernel-restart.ipynb": "test_kernel_restart_*",
+    "mcp.ipynb": "test_mcp_elicitation.py",
+}
 
 
 def test_every_example_is_listed_here() -> None:

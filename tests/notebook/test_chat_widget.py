@@ -185,3 +185,30 @@ async def test_a_chat_rebuilt_from_the_store_shows_its_history_and_open_form(tmp
     await view.task
     assert "ok" in html_of(chat_box.transcript) and chat_box.waiting is None
     assert "first" in chat_box._repr_mimebundle_()["text/html"]
+
+
+async def test_the_header_names_the_agent_and_the_empty_state_says_what_to_do() -> None:
+    agent, _ = agent_with(text_response("It is 3 pm."))
+    agent.description = "Answers <questions> about the bank."
+    chat_box = ChatWidget(agent, examples=["What time is it?", "Transfer $500"])
+    header = chat_box.header.value
+    assert "helper" in header and "Answers &lt;questions&gt; about the bank." in header
+    assert chat_box.empty.layout.display is None  # shown before the first message
+    assert "Ask helper something" in html_of(chat_box.empty) and "Shift+Enter" in html_of(chat_box.empty)
+    assert chat_box.message_box.placeholder == "Message helper" and chat_box.message_box.label == "Message"
+    buttons = [w for w in widgets_of(chat_box.empty) if hasattr(w, "click")]
+    assert [b.description for b in buttons] == ["What time is it?", "Transfer $500"]
+    assert chat_box.scroller.layout.max_height == "70vh"  # grows with the conversation, then scrolls
+
+    buttons[0].click()  # an example is sent as if typed
+    res = await chat_box.task
+    assert res is not None and res.text == "It is 3 pm."
+    assert chat_box.empty.layout.display == "none"
+    assert agent.name in chat_box._repr_mimebundle_()["text/html"]
+
+
+async def test_a_chat_with_history_shows_no_empty_state() -> None:
+    agent, _ = agent_with(text_response("hi"))
+    chat = agent.chat()
+    await chat.send("hello")
+    assert ChatWidget(chat).empty.layout.display == "none"

@@ -249,11 +249,29 @@ async def test_a_displayed_view_replaces_its_output_with_the_record_once_finishe
     assert view.fork_panel is None
 
 
-async def test_a_displayed_view_that_can_fork_keeps_its_widget_and_shows_the_record() -> None:
+async def test_a_displayed_view_that_could_fork_still_leaves_its_record_alone_in_the_output() -> None:
+    # a widget saved in a notebook reads "model not found" once its kernel is gone: an answered
+    # turn is saved as its record whether or not the server extension runs
+    agent, _ = bank(MOVE, text_response("Done."))
+    view = TurnView(await agent.chat().send("move it"), answered_by="ana")
+    handle = Shown()
+    view.__dict__["_nba_handles"] = [handle]
+    view.forms[0].approve_button.click()
+    await view.task
+    [record] = handle.bundles
+    assert (
+        WIDGET_MIME not in record
+        and "Approved by ana" in record["text/html"]
+        and "Done." in record["text/html"]
+    )
+    assert view.fork_panel is None and not view.offers_forks
+
+
+async def test_a_displayed_view_shown_with_try_another_keeps_its_widget_and_shows_the_record() -> None:
     # "Try another answer" stays clickable, as a waiting form does; the record is in the output
     # beside the widget, which the server extension drops when the notebook is saved
     agent, _ = bank(MOVE, text_response("Done."))
-    view = TurnView(await agent.chat().send("move it"), answered_by="ana")
+    view = TurnView(await agent.chat().send("move it"), answered_by="ana", try_another=True)
     handle = Shown()
     view.__dict__["_nba_handles"] = [handle]
     view.forms[0].approve_button.click()
@@ -263,6 +281,14 @@ async def test_a_displayed_view_that_can_fork_keeps_its_widget_and_shows_the_rec
         WIDGET_MIME in record and "Approved by ana" in record["text/html"] and "Done." in record["text/html"]
     )
     assert view.fork_panel is not None and view.fork_panel.button.description == "Try another answer"
+
+
+async def test_a_view_inside_a_live_widget_offers_another_answer() -> None:
+    agent, _ = bank(MOVE, text_response("Done."))
+    view = TurnView(await agent.chat().send("move it"), answered_by="ana")  # not displayed in a cell
+    view.forms[0].approve_button.click()
+    await view.task
+    assert view.offers_forks and view.fork_panel is not None
 
 
 async def test_by_default_the_answerer_is_the_hub_user_or_the_local_user(
