@@ -21,6 +21,7 @@ from ._engine.forking import fork_snapshot, forks_of
 from ._engine.limits import check_id
 from ._engine.ownership import Action, Authorize, visible
 from ._engine.session_rules import revoke_session_rule, session_rules
+from ._engine.spec import Decide
 from ._sync import twin
 from .chat import Chat, make_init
 from .connection import AgentConnection
@@ -62,6 +63,8 @@ class Agent(BaseAgent):
             answering others' interrupts). Without it only the owner may.
         tracks_tools: The handler reports when it starts a tool (prompt agents
             do); a custom handler's turn counts as having acted once it runs.
+        decide: The handler's decision step for an answer's calls (prompt agents
+            have one: `nb_agents._engine.decision`), run before the answer is claimed.
     """
 
     def __init__(
@@ -76,11 +79,14 @@ class Agent(BaseAgent):
         validate_input: InputCheck | None = None,
         authorize: Authorize | None = None,
         tracks_tools: bool = False,
+        decide: Decide | None = None,
     ) -> None:
         # a Mapping is kept as it is: a prompt agent's `ToolTable` grows as its toolsets are listed
         by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
-        self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools)
+        self.spec = AgentSpec(
+            name, handler, store, signer, by_name, validate_input, authorize, tracks_tools, decide
+        )
         self.name = name
         self.description = description
 
@@ -468,6 +474,7 @@ def define_agent(
         validate_input=handler.validate_input,
         authorize=authorize,
         tracks_tools=True,
+        decide=handler.decide_answers,
     )
 
 

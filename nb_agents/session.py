@@ -175,6 +175,7 @@ class TurnContext:
         # the per-session rules the turn's answers made, and how to read the session's rules now
         self.decisions: list[tuple[str, str | None, Any, Any]] = []  # (name, ref, Decision, input)
         self.new_rules: list[dict[str, Any]] = []
+        self.decided: dict[tuple[str, str | None], Any] = {}  # the decisions of an answer's calls
         self.stored_rules: Callable[[], Awaitable[list[dict[str, Any]]]] = _no_rules
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:

@@ -32,7 +32,9 @@ from ..types import (
     ModelResponseChunk,
     Part,
 )
+from .decision import Decision
 from .resume import validate_resume
+from .spec import StoredRules
 from .tool_round import Paused, ToolRunner, mark_paused, tool_response
 
 __all__ = ["PromptTurn", "merged_config"]
@@ -126,16 +128,28 @@ class PromptTurn:
                 inp.resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
             )
 
+    async def decide_answers(
+        self, inp: AgentInput, session: Session, principal: str | None, stored_rules: StoredRules
+    ) -> dict[tuple[str, str | None], Decision]:
+        """The decision step of an answer, before it is claimed: who decided each answered call runs.
+
+        The toolsets are listed first, so that an MCP server's answer is checked
+        (`validate_resume`) and decided on its real tools, not stand-ins.
+        """
+        assert inp.resume is not None
+        runner = await self._list_toolsets()
+        if self.toolsets:
+            validate_resume(
+                inp.resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
+            )
+        return await runner.decide_answers(inp.resume, principal, stored_rules)
+
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message
         index = 0
         runner = await self._list_toolsets()
         if inp.resume is not None:
-            # the invocation has validated the answers (before claiming the snapshot)
-            if self.toolsets:  # checked against stand-ins if the toolsets were not listed yet
-                validate_resume(
-                    inp.resume, messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
-                )
+            # the answers were checked and decided before the claim (`decide_answers`)
             paused, tool_msg, model_msg = await runner.resume(inp.resume, messages[-1], ctx)
             messages[-1] = model_msg
             if paused:

@@ -7,9 +7,9 @@ check are declared here explicitly, not discovered on the handler.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..session import Session, TurnHandler
 from ..tools import Tool
@@ -20,10 +20,20 @@ if TYPE_CHECKING:
     from ..stores.base import SessionStore
     from .signing import StateSigner
 
-__all__ = ["AgentSpec", "InputCheck"]
+__all__ = ["AgentSpec", "Decide", "InputCheck", "StoredRules"]
 
 InputCheck = Callable[[AgentInput, Session], None]
 """Rejects an input that can never run (raises an `NbAgentsError`) before anything is claimed."""
+
+StoredRules = Callable[[], Awaitable[list[dict[str, Any]]]]
+Decide = Callable[
+    [AgentInput, Session, str | None, StoredRules], Awaitable[Mapping[tuple[str, str | None], Any]]
+]
+"""The handler's decision step for an answer: ``(input, session, principal, stored rules) -> decisions``.
+
+Returns the `decision.Decision` for each answered call, by ``(name, ref)``; raises
+an `NbAgentsError` to refuse the answer. Runs before the claim.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +50,7 @@ class AgentSpec:
         authorize: The policy that lets a principal act on sessions others own.
         tracks_tools: The handler reports when it starts a tool (`TurnContext.tools_started`);
             otherwise a turn counts as having acted as soon as its handler runs.
+        decide: The handler's decision step for an answer's calls (`Decide`), run before the claim.
     """
 
     name: str
@@ -50,3 +61,4 @@ class AgentSpec:
     validate_input: InputCheck | None = None
     authorize: Authorize | None = None
     tracks_tools: bool = False
+    decide: Decide | None = None

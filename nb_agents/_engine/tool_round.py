@@ -28,7 +28,7 @@ from ..rules import Gate
 from ..session import TurnContext
 from ..tools import Tool, ToolContext, ToolFail
 from ..types import Message, Part, ToolResponse, ToolResume
-from .decision import FREE, Call, decide, session_rule
+from .decision import FREE, Call, Decision, decide, session_rule
 from .ownership import principal_of
 
 __all__ = ["Done", "Paused", "ToolRunner", "gate_of", "mark_paused", "tool_response"]
@@ -107,18 +107,23 @@ class ToolRunner:
         resumed = meta.get("resumed") if restarted else None
         decision = FREE
         if call is not None:
-            decision = await decide(
-                Call(
-                    tr.name,
-                    tr.ref,
-                    tr.input,
-                    resumed,
-                    meta.get("expired") if restarted else None,
-                    principal_of(turn.context),
-                ),
-                tool,
-                self.gate,
-                lambda: self._live_rules(turn),
+            found = turn.decided.get((tr.name, tr.ref)) if restarted else None  # decided before the claim
+            decision = (
+                found
+                if found is not None
+                else await decide(
+                    Call(
+                        tr.name,
+                        tr.ref,
+                        tr.input,
+                        resumed,
+                        meta.get("expired") if restarted else None,
+                        principal_of(turn.context),
+                    ),
+                    tool,
+                    self.gate,
+                    lambda: self._live_rules(turn),
+                )
             )
             if decision is not FREE:
                 turn.decisions.append((tr.name, tr.ref, decision, tr.input))
@@ -181,6 +186,33 @@ class ToolRunner:
                     "traceback": traceback.format_exc(),
                 },
             ) from exc
+
+    async def decide_answers(
+        self,
+        resume: ToolResume,
+        principal: str | None,
+        stored_rules: Callable[[], Awaitable[list[dict[str, Any]]]],
+    ) -> dict[tuple[str, str | None], Decision]:
+        """The decision of each call `resume` restarts (`decision.decide`), by ``(name, ref)``.
+
+        The session's rules are read once, when a decision first needs them.
+        """
+        read: list[list[dict[str, Any]]] = []
+
+        async def live() -> list[dict[str, Any]]:
+            if not read:
+                read.append(await stored_rules())
+            return read[0]
+
+        decided: dict[tuple[str, str | None], Decision] = {}
+        for part in resume.restart:
+            tr = part.tool_request
+            if tr is None or tr.name not in self._calls:
+                continue
+            meta = part.metadata or {}
+            call = Call(tr.name, tr.ref, tr.input, meta.get("resumed"), meta.get("expired"), principal)
+            decided[(tr.name, tr.ref)] = await decide(call, self.tools.get(tr.name), self.gate, live)
+        return decided
 
     @staticmethod
     async def _live_rules(turn: TurnContext) -> list[dict[str, Any]]:

@@ -1,0 +1,415 @@
+"""One turn of an invocation, as its named steps: check → decide → claim → run → record.
+
+* **check**: what can never run is refused in-band, before anything is claimed
+  or run: an answer past its deadline, one the handler's input check refuses
+  (Genkit's resume rules, `resume.validate_resume`), an "always" rule without a
+  store to keep it in;
+* **decide**: for an answer, who decided that each answered call may run: the
+  handler's `decision.decide` (the one decision step), on the tools as they are
+  now (an MCP server's listed first) and the session's rules as they are now;
+* **claim**: an answer to a stored pause takes the pause's exactly-once claim
+  (`exactly_once.claim_resume`), with the turn's pending row; a re-sent answer
+  replays the outcome of the one that won;
+* **run**: the handler runs with a `TurnContext`, while an abort or a detach
+  may arrive;
+* **record**: the turn's final row, with the audit records and the rules its
+  answers made, in one write (`records.write_final`, `audit.turn_audit`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FailedPreconditionError, NbAgentsError, StaleClaimError
+from ..session import TurnContext, as_message, last_model
+from ..stores.base import AuditRecord
+from ..types import (
+    AgentErrorInfo,
+    AgentInput,
+    AgentOutput,
+    AgentStreamChunk,
+    FinishReason,
+    Message,
+    SessionSnapshot,
+    SessionState,
+    TurnEnd,
+    error_info,
+)
+from .audit import asks_rule, turn_audit
+from .exactly_once import Attempt, Moved, claim_resume
+from .expiry import check_deadlines
+from .heartbeat import pending_row
+from .loading import session_of
+from .ownership import principal_of
+from .records import RowFields, write_final
+from .resume import resume_digest
+
+if TYPE_CHECKING:
+    from .invocation import Invocation
+
+__all__ = ["REPLAY_TIMEOUT", "Turn"]
+
+REPLAY_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """The handler finished: its reply (or None)."""
+
+    reply: Message | None
+
+
+@dataclass(frozen=True, slots=True)
+class Aborted:
+    """The turn was aborted while the handler ran."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The handler raised."""
+
+    error: BaseException
+
+
+Outcome = Ran | Aborted | Failed
+
+
+class Turn:
+    """One turn of `inv` on input `inp`: call it to run its steps; returns the turn's output."""
+
+    def __init__(self, inv: Invocation, inp: AgentInput, index: int) -> None:
+        session = inv.session
+        assert session is not None
+        self.inv = inv
+        self.inp = inp
+        self.index = index
+        self.store = inv.store
+        self.snapshot_id = str(uuid.uuid4()) if self.store is not None else None
+        self.before = session.state() if self.store is None else None  # what a failed turn returns
+        self.attempt: Attempt | None = None  # the claim the answer runs under
+        self.answering = False  # this turn runs a claimed answer (its row names the answer)
+        self.decided: dict[tuple[str, str | None], Any] = {}
+        self.ctx: TurnContext | None = None
+
+    async def __call__(self) -> AgentOutput:
+        refused = self.check() or await self.decide() or await self.claim()
+        if refused is not None:
+            return refused
+        return await self.record(await self.run())
+
+    def _refused(self, exc: NbAgentsError) -> AgentOutput:
+        session = self.inv.session
+        assert session is not None
+        return self.inv._output("failed", message=session.last_model(), error=error_info(exc))
+
+    # -- check --------------------------------------------------------------------------
+    def check(self) -> AgentOutput | None:
+        """Refuse, in-band, what can never run: a failed output, or None to go on."""
+        inv, inp = self.inv, self.inp
+        session = inv.session
+        assert session is not None
+        try:
+            if inp.resume is not None and not inv.preempted:
+                check_deadlines(inp.resume, session.messages)  # a late answer
+            validate = inv.spec.validate_input
+            if validate is not None:
+                validate(inp, session)
+        except NbAgentsError as exc:
+            return self._refused(exc)
+        if self.store is None and inp.resume is not None and asks_rule(inp.resume):
+            return self._refused(
+                FailedPreconditionError(
+                    "approve(always=True) makes a per-session rule, which is kept with the session in its "
+                    f"store; agent '{inv.spec.name}' has none (client-managed state). Approve this call "
+                    "without always=True, or give the agent a store."
+                )
+            )
+        return None
+
+    # -- decide -------------------------------------------------------------------------
+    async def decide(self) -> AgentOutput | None:
+        """Who decided each answered call may run (the handler's decision step), before the claim."""
+        inv, inp = self.inv, self.inp
+        decide = inv.spec.decide
+        if inp.resume is None or decide is None:
+            return None
+        session = inv.session
+        assert session is not None
+        store = self.store
+        session_id = session.session_id
+
+        async def stored_rules() -> list[dict[str, Any]]:
+            return await store.get_rules(session_id) if store is not None else []
+
+        try:
+            self.decided = dict(await decide(inp, session, principal_of(inv.options.context), stored_rules))
+        except NbAgentsError as exc:
+            return self._refused(exc)
+        return None
+
+    # -- claim --------------------------------------------------------------------------
+    async def claim(self) -> AgentOutput | None:
+        """Claim the pause this turn answers (with a store): None to run, else the output to return."""
+        inv, inp = self.inv, self.inp
+        store, parent_id, snapshot_id = self.store, inv.parent_id, self.snapshot_id
+        if inp.resume is None or store is None or parent_id is None:
+            return None
+        assert snapshot_id is not None
+        # the claimed turn is visible (its pending row is written with the claim, and
+        # heartbeats) while it runs: if this process dies, the row expires and a later
+        # answer can take the claim over
+        digest = resume_digest(inp.resume)
+        while True:
+            lost = await self._claim(parent_id, digest, snapshot_id)
+            if not isinstance(lost, SessionSnapshot):
+                break
+            # another partial answer went first: answer what still waits in the turn it left
+            assert lost.state is not None and inv.session is not None
+            inv.session = session_of(lost, inv.session.session_id)
+            parent_id = inv.parent_id = lost.snapshot_id
+            refused = self.check()
+            if refused is not None:
+                inv.preempted = True  # what this answer answers was answered by the one that went first
+                return refused
+        if lost is not None:
+            return lost
+        await inv._start_pending(snapshot_id, parent_id, written=True)
+        return None
+
+    async def _claim(
+        self, parent_id: str, digest: str, child_id: str
+    ) -> AgentOutput | SessionSnapshot | None:
+        """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its
+        output, or the snapshot to go on from (a partial answer that another one preceded)."""
+        inv = self.inv
+        assert self.store is not None and inv.session is not None
+        pending = pending_row(
+            child_id, inv.session.session_id, parent_id, agent=inv.spec.name, owner=inv.owner
+        )
+        outcome = await claim_resume(
+            self.store,
+            parent_id,
+            digest,
+            child_id,
+            timeout=REPLAY_TIMEOUT,
+            pending=pending,
+            retry=bool(self.inp.retry),
+            partial=bool(self.inp.partial),
+        )
+        if isinstance(outcome, Moved):
+            return outcome.snapshot
+        if isinstance(outcome, Attempt):
+            self.attempt = outcome
+            self.answering = True
+            return None
+        if isinstance(outcome, SessionSnapshot):
+            return await self._replay(outcome)
+        inv.preempted = True
+        return self._refused(outcome.error)
+
+    async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
+        """The result of a resume that already ran (the same answer sent again)."""
+        inv = self.inv
+        child_id = snap.snapshot_id
+        state = snap.state or SessionState()
+        finish: FinishReason = "aborted" if snap.status == "aborted" else snap.finish_reason or "stop"
+        if snap.status == "completed":
+            inv.parent_id = child_id
+            if inv.session is not None and snap.state is not None:
+                inv.session = session_of(snap, inv.session.session_id)
+        await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=child_id, finish_reason=finish)))
+        error = snap.error if snap.status == "failed" else None
+        return inv._output(finish, message=last_model(state.messages), snapshot_id=child_id, error=error)
+
+    # -- run ----------------------------------------------------------------------------
+    async def run(self) -> Outcome:
+        """Run the handler; an abort cancels it, a detach moves it out of the caller's sight."""
+        inv, inp = self.inv, self.inp
+        session = inv.session
+        assert session is not None
+        if inp.message is not None:
+            session.messages.append(inp.message)
+        emit = inv._emit
+        session._begin_turn(emit)
+        ctx = TurnContext(
+            session=session,
+            emit=emit,
+            abort_signal=inv._abort,
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=inv.parent_id,
+            turn_index=self.index,
+            options=inv.options,
+        )
+        if self.attempt is not None:
+            ctx.idempotency_base = self.attempt.idempotency_base
+        store = self.store
+        if store is not None:
+            session_id = session.session_id
+            ctx.stored_rules = lambda: store.get_rules(session_id)  # live: read when a decision needs them
+        ctx.decided = self.decided
+        # a handler that does not report its tools may have acted as soon as it runs
+        ctx.tools_started = not inv.spec.tracks_tools
+        self.ctx = ctx
+        if inp.detach or inv._detach_requested.is_set():
+            # the pending row exists before the turn starts, and nothing it emits is streamed
+            await inv._go_detached(self.snapshot_id, inv.parent_id)
+        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(inv.spec.handler(inp, ctx))
+        if await inv._wait_turn(task, self.snapshot_id, inv.parent_id):
+            return Aborted()
+        failure = task.exception()
+        if failure is not None:
+            return Failed(failure)
+        reply = as_message(task.result())
+        if reply is not None and (not session.messages or session.messages[-1] is not reply):
+            session.messages.append(reply)
+        return Ran(reply)
+
+    # -- record -------------------------------------------------------------------------
+    async def record(self, outcome: Outcome) -> AgentOutput:
+        """Write the turn's final row (with a store) and say how it ended."""
+        if isinstance(outcome, Aborted):
+            return await self._aborted()
+        if isinstance(outcome, Failed):
+            return await self._failed(outcome.error)
+        inv, ctx = self.inv, self.ctx
+        assert ctx is not None and inv.session is not None
+        snapshot_id, finish = self.snapshot_id, ctx.finish_reason
+        if self.store is not None:
+            assert snapshot_id is not None
+            written = await self._write("completed", finish, inv.session.state(), None, self._audit())
+            if written == "aborted":  # an abort came just before the row: it is what was recorded
+                return await self._recorded_abort()
+            if written != "written":
+                return self._unrecorded()
+            inv.parent_id = snapshot_id
+        await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
+        return inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
+
+    async def _aborted(self) -> AgentOutput:
+        inv, attempt = self.inv, self.attempt
+        session = inv.session
+        assert session is not None
+        acted = self.ctx is not None and self.ctx.tools_started
+        if attempt is not None and self.store is not None and not acted:
+            # no tool started: the answer was never acted on, so the interrupt is answerable
+            # again. Released before the aborted row goes in, so that the same answer sent
+            # again at once never reads that row as its outcome; the row is this attempt's
+            # own, so it needs no fence any more
+            await self.store.release_claim(attempt.parent_id, attempt.child_id)
+            self.attempt = None
+        if self.store is not None and self.snapshot_id is not None and (inv.detached or attempt is not None):
+            # the aborted row keeps the last good state (so it can be resumed) and, for an answer,
+            # what its tools did: a re-sent answer is told, and only an explicit retry runs them again
+            await self._write("aborted", "aborted", session.state(), None, self._audit() if acted else [])
+            if attempt is not None and acted:  # the row is the answer's recorded outcome
+                return await self._recorded_abort()
+        await inv._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
+        return inv._output("aborted", message=session.last_model(), state=self.before)
+
+    async def _recorded_abort(self) -> AgentOutput:
+        """The output of a turn whose row says aborted: what a re-sent answer will replay."""
+        inv = self.inv
+        assert inv.session is not None
+        end = TurnEnd(snapshot_id=self.snapshot_id, finish_reason="aborted")
+        await inv._emit(AgentStreamChunk(turn_end=end))
+        return inv._output("aborted", message=inv.session.last_model(), snapshot_id=self.snapshot_id)
+
+    async def _failed(self, exc: BaseException) -> AgentOutput:
+        inv, attempt = self.inv, self.attempt
+        session = inv.session
+        assert session is not None
+        if not isinstance(exc, Exception):
+            raise exc
+        err = error_info(exc)
+        if attempt is not None and self.ctx is not None and self.ctx.tools_started:
+            # the answer took effect: sending it again replays this failure; a retry goes on
+            details = err.details if isinstance(err.details, dict) else {"cause": err.details}
+            err.details = {**details, "retry": True, "attempt": self.snapshot_id}
+        elif attempt is not None and self.store is not None:
+            # nothing acted (no tool started, or the one that did promised it did nothing): the
+            # answer was not acted on, so the interrupt takes an answer again (as after an abort)
+            await self.store.release_claim(attempt.parent_id, attempt.child_id)
+            self.attempt = None
+        if self.store is not None and self.snapshot_id is not None:
+            written = await self._write("failed", "failed", session.state(), err, self._audit())
+            if written == "aborted":
+                return await self._recorded_abort()
+            if written == "stale":
+                return self._unrecorded()
+        await inv._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
+        return inv._output("failed", message=session.last_model(), state=self.before, error=err)
+
+    async def _write(
+        self,
+        status: str,
+        finish: FinishReason,
+        state: SessionState,
+        error: AgentErrorInfo | None,
+        audit: Sequence[AuditRecord],
+    ) -> str:
+        """Write the turn's row, with `audit` and the rules its answers made, in one write.
+
+        Returns what `records.write_final` says: written, aborted, stale (fenced out); raises
+        the store's error when it refuses the row.
+        """
+        inv, ctx, attempt = self.inv, self.ctx, self.attempt
+        assert self.store is not None and inv.session is not None and self.snapshot_id is not None
+        fields: RowFields = {
+            "session_id": inv.session.session_id,
+            "parent_id": inv.parent_id,
+            "agent": inv.spec.name,
+            "owner": inv.owner,
+        }
+        # kept unless the row completes (an abort that wins over the completion keeps them)
+        if ctx is not None and ctx.tool_runs:
+            fields["tool_runs"] = list(ctx.tool_runs)
+        if self.answering and self.inp.resume is not None:
+            # what an explicit retry sends again; and the mark of an answer's row, so that an answer
+            # given through it is claimed on the pause it answered (`loading.answered_pause`)
+            fields["answer"] = self.inp.resume.to_wire()
+        return await write_final(
+            self.store,
+            self.snapshot_id,
+            fields,
+            status=status,
+            finish=finish,
+            state=state,
+            error=error,
+            audit=audit,
+            fence=attempt.fence if attempt is not None and attempt.child_id == self.snapshot_id else None,
+            # the rules the turn's answers made are kept when its answers are recorded
+            add_rules=ctx.new_rules if ctx is not None and audit else (),
+        )
+
+    def _unrecorded(self) -> AgentOutput:
+        """The output of a turn whose final row another worker's takeover fenced out."""
+        return self._refused(
+            StaleClaimError(
+                f"Turn {self.snapshot_id} ran, but another worker took its claim over meanwhile; its result "
+                "was dropped. Read the session to see the outcome that was recorded."
+            )
+        )
+
+    def _audit(self) -> list[AuditRecord]:
+        """The turn's audit: the answers it ran on, what rules and policy decided, the rules it made."""
+        inv, ctx = self.inv, self.ctx
+        parent_id = inv.parent_id
+        resume = self.inp.resume if parent_id is not None else None
+        decisions = ctx.decisions if ctx is not None else []
+        new_rules = ctx.new_rules if ctx is not None else []
+        if inv.session is None or not (resume is not None or decisions or new_rules):
+            return []  # the common turn: nothing to record, and no clock read for it
+        assert self.snapshot_id is not None
+        return turn_audit(
+            inv.session.session_id,
+            resume,
+            parent_id,
+            self.snapshot_id,
+            principal=principal_of(inv.options.context),
+            decisions=decisions,
+            new_rules=new_rules,
+        )
