@@ -25,6 +25,7 @@ from ..render import tool_result_html
 from ..responses import AgentResponse
 from ..types import AgentOutput, SessionSnapshot
 from ._tasks import spawn
+from .records import after_pause
 
 if TYPE_CHECKING:
     from ..stores.base import AuditRecord
@@ -72,7 +73,11 @@ def is_expiry_error(exc: BaseException) -> bool:
 
 
 async def answers_to(view: TurnView) -> list[AuditRecord]:
-    """The audit's answers to this view's calls (a person's, an expiry's); [] when none can be read."""
+    """The audit's answers to this view's calls (a person's, an expiry's); [] when none can be read.
+
+    Partial answers each move the pause to a new snapshot: the answers are followed from the
+    view's snapshot along the snapshots they made, each call taken once.
+    """
     agent: Any = getattr(view.chat, "agent", None)
     sid, snap = view.response.session_id, view.response.snapshot_id
     if not (sid and snap and hasattr(agent, "audit")):
@@ -82,11 +87,18 @@ async def answers_to(view: TurnView) -> list[AuditRecord]:
         records = await agent.audit(sid)
     except Exception:  # noqa: BLE001 - no audit to read (a store without one): nothing known
         return []
-    return [
-        r
-        for r in records
-        if r.snapshot_id == snap and (r.name, r.ref) in keys and r.kind in ("respond", "restart", "expired")
-    ]
+    snaps, left, found = {snap}, set(keys), []
+    grew = True
+    while grew and left:
+        grew = False
+        for r in records:
+            key = (r.name, r.ref)
+            if r.snapshot_id in snaps and key in left and r.kind in ("respond", "restart", "expired"):
+                found.append(r)
+                left.discard(key)
+                snaps.add(r.child_id)
+                grew = True
+    return found
 
 
 async def expire_now(view: TurnView, *, late: bool = False) -> bool:
@@ -118,7 +130,7 @@ def _show(view: TurnView, records: list[AuditRecord], leaf: SessionSnapshot, age
         form.lock()
         form.status.value = ""
     messages = list(leaf.state.messages) if leaf.state is not None else []
-    after = messages[_after_pause(messages, view.response.message) :]
+    after = messages[after_pause(messages, view.response.message) :]
     last = next((m for m in reversed(after) if m.role == "model"), None)
     out = AgentOutput(
         session_id=leaf.session_id,
@@ -127,6 +139,7 @@ def _show(view: TurnView, records: list[AuditRecord], leaf: SessionSnapshot, age
         finish_reason=leaf.finish_reason,
         error=leaf.error,
     )
+    out._history = messages  # the record reads what ran from the history, as for an answer
     tools = "".join(
         tool_result_html(None, p.tool_response.output, name=p.tool_response.name)
         for m in after
@@ -136,18 +149,3 @@ def _show(view: TurnView, records: list[AuditRecord], leaf: SessionSnapshot, age
     )
     chat = Chat(agent, snapshot_id=leaf.snapshot_id)
     view._show_result(AgentResponse(out, chat=chat), chat, tools)
-
-
-def _calls(message: Any) -> list[tuple[str, str | None]]:
-    return [(p.tool_request.name, p.tool_request.ref) for p in message.content if p.tool_request is not None]
-
-
-def _after_pause(messages: list[Any], pause: Any) -> int:
-    """Where the messages after the paused model message start (the history's end if not found)."""
-    if pause is None:
-        return len(messages)
-    calls = _calls(pause)
-    for n in range(len(messages) - 1, -1, -1):
-        if messages[n].role == "model" and _calls(messages[n]) == calls:
-            return n + 1
-    return len(messages)

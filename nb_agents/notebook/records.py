@@ -19,13 +19,14 @@ from ..render import changes_html, output_html, output_text, response_bundle, su
 from ..render._html import BOX, MUTED, NO_TYPESET, badge, details, esc, pre
 from ..render.summary import rows_html
 from ..render.tables import audit_words
-from ..render.turns import WAITING
+from ..render.turns import WAITING, tool_result_html
 
 if TYPE_CHECKING:
     from .forms import InterruptForm
     from .view import TurnView
 
 __all__ = [
+    "after_pause",
     "answer_value",
     "expiry_words",
     "form_record_html",
@@ -109,6 +110,35 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     return "".join(out)
 
 
+def _calls(message: Any) -> list[tuple[str, str | None]]:
+    return [(p.tool_request.name, p.tool_request.ref) for p in message.content if p.tool_request is not None]
+
+
+def after_pause(messages: list[Any], pause: Any) -> int:
+    """Where the messages after the paused model message start (the history's end if not found)."""
+    if pause is None:
+        return len(messages)
+    calls = _calls(pause)
+    for n in range(len(messages) - 1, -1, -1):
+        if messages[n].role == "model" and _calls(messages[n]) == calls:
+            return n + 1
+    return len(messages)
+
+
+def ran_html(view: TurnView) -> str:
+    """The tools that ran after the answers (their results in words), from the turn's history."""
+    if view.result is None:
+        return ""
+    messages = list(view.result.messages)
+    return "".join(
+        tool_result_html(None, p.tool_response.output, name=p.tool_response.name, toggle=False)
+        for m in messages[after_pause(messages, view.response.message) :]
+        if m.role == "tool"
+        for p in m.content
+        if p.tool_response is not None
+    )
+
+
 def raw_details(view: TurnView) -> str:
     """The record's one toggle: the raw JSON of each question and its answer."""
     rows = []
@@ -180,9 +210,10 @@ def _record(
             html.append(f'<div style="{_NESTED}">{child_html}</div>')
             lines.append(child_text)
         else:
+            html.append(ran_html(view))
             html.append(
                 output_html(
-                    view.result.raw, tools=True, box=False, known_tools=view.tools, ids=False, toggles=False
+                    view.result.raw, tools=False, box=False, known_tools=view.tools, ids=False, toggles=False
                 )
             )
             lines.append(output_text(view.result.raw))

@@ -264,6 +264,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.stream.value = self._tools
             if is_expiry_error(exc) and await expire_now(self):
                 return None  # too late: the form shows what the default did instead
+            if await self._answered_elsewhere(expect="waiting"):
+                return None  # another cell, tab or process answered them all: say so
             message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
             form.reset(f"Your answer was not accepted: {message}")
             return None

@@ -349,4 +349,4 @@ def mcp_html(mcp: dict[str, Any]) -> str:
     )
     where = f"MCP server <b>{esc(mcp['server'])}</b> · tool <code>{esc(mcp.get('tool', ''))}</code>"
     tail = f" · {marks}" if "annotations" in mcp else ""
-    return f'<div class="nba-mcp" style="{MUTED}">{where}{tail}</div>'
+    return f'<div class="nba-mcp {NO_TYPESET}" style="{MUTED}">{where}{tail}</div>'
