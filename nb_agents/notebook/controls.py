@@ -21,6 +21,8 @@ from ..render._html import widget_label
 
 __all__ = ["button", "labelled", "toggle"]
 
+_SHORT = 24  # characters of a label that fit ipywidgets' default control width beside its input
+
 
 def button(label: str, style: str = "", *, tooltip: str | None = None, min_width: str = "") -> Any:
     """A `widgets.Button` named `label` (no icon), as wide as its words.
@@ -52,4 +54,6 @@ def labelled(control: Any, label: str) -> Any:
     control.description = description
     if allow_html and isinstance(control, widgets.Checkbox):
         control.tooltip = label  # its title would show the markup otherwise
+    if len(label) > _SHORT and isinstance(control, widgets.Dropdown | widgets.IntText | widgets.FloatText):
+        control.layout.width = "auto"  # ipywidgets' fixed width would squeeze the input under the label
     return control

@@ -50,7 +50,8 @@ function render({ model, el }) {
     line.style.display = "";
     const left = Math.floor((at - Date.now()) / 1000);
     time.dateTime = deadline;
-    time.textContent = new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    const clock = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };  // 14:02, as the records say
+    time.textContent = new Date(at).toLocaleTimeString([], clock);
     const then = model.get("then");
     if (left > 0) {
       label.textContent = "Expires";

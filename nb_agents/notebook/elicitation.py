@@ -133,6 +133,7 @@ class ElicitationForm(AnswerBox):
         buttons = widgets.HBox([self.accept_button, self.decline_button, self.cancel_button])
         self.children = [self._head(), *self._rows(), buttons, self.error, self.status, self.change_button]
         self.add_class("nba-elicitation")
+        self.add_class("nba-form")
 
     def _head(self) -> Any:
         r = self.request

@@ -61,7 +61,7 @@ def _button(label: str, style: str = "") -> Any:
 def _reason_box(field: Field) -> None:
     """The reason beside Deny: last in its row, narrowing (never pushing a button to the next line)."""
     box = field.widget
-    box.placeholder = box.placeholder or _REASON
+    box.placeholder = field.hint or _REASON  # the schema's description of the reason, if it has one
     box.layout.width = "auto"
     box.layout.flex = "1 1 14em"
     box.layout.min_width = "12em"
@@ -178,6 +178,7 @@ class InterruptForm(AnswerBox):
         self.change_button = _button("Change answer")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
+        self.add_class("nba-form")
         self.children = [
             self.head,
             *([self.countdown] if self.countdown is not None else []),
@@ -250,7 +251,6 @@ class InterruptForm(AnswerBox):
                     self.reason = self.reply.children[one]
                     self.reason_key = one
                     labelled(self.reason.widget, "Reason")
-                    self.reason.widget.placeholder = self.reason.hint or _REASON
                 elif extras["properties"]:
                     rows.append(self.reply.widget)
         elif mode in ("respond", "restart", "json"):

@@ -3,8 +3,8 @@
 "Approved by you at 14:02 · transferMoney ran". A turn that paused on several
 calls of one tool names each by what sets it apart, so a person can tell which
 is which: "payInvoice (Acme) ran, payInvoice (Globex) did not run". A pause
-whose deadline passed says what its default did: "Expired at 14:02 · nobody
-answered in time: transferMoney did not run". Who answered is "you" when the
+whose deadline passed says what its default did: "Expired at 14:02 ·
+transferMoney did not run". Who answered is "you" when the
 form's `TurnView` was not told a name (the person at this notebook), else the
 name it was given.
 """
@@ -95,7 +95,7 @@ def outcome_line(view: TurnView, *, repaused: bool = False) -> str:
     if expired:
         when = local_time(expired[0].answer.get("at")) if isinstance(expired[0].answer, dict) else ""
         head = f"Expired at {when}" if when else "Expired"
-        return f"{head} · nobody answered in time: {', '.join(done)}" if done else head
+        return f"{head} · {', '.join(done)}" if done else head
     verbs = {f.answer.verb for f in view.forms if f.answer is not None}
     verb = verbs.pop() if len(verbs) == 1 else "answered"
     by = "you" if getattr(view, "you", False) else view.answered_by

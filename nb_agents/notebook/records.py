@@ -38,6 +38,7 @@ __all__ = [
 _TONE = {"approved": "ok", "denied": "no", "answered": "ok"}
 _NESTED = "margin-left:10px;padding-left:8px;border-left:2px solid var(--jp-border-color2,#ddd)"
 _QUIET = {"approved", "toolApproved", "tool_approved"}
+_QUESTION = "border-left:3px solid var(--jp-border-color2,#ccc);padding-left:10px;margin:6px 0 10px 0"
 
 
 def answer_value(form: InterruptForm) -> Any:
@@ -126,17 +127,34 @@ def after_pause(messages: list[Any], pause: Any) -> int:
 
 
 def ran_html(view: TurnView) -> str:
-    """The tools that ran after the answers (their results in words), from the turn's history."""
+    """The tools that ran after the answers (their results in words), from the turn's history.
+
+    An answer given in a tool's stead (a denial, a reply) is the question's record, not a run.
+    """
     if view.result is None:
         return ""
+    stood_in = {(f.interrupt.name, f.interrupt.ref) for f in view.forms if _stood_in(f)}
     messages = list(view.result.messages)
-    return "".join(
-        tool_result_html(None, p.tool_response.output, name=p.tool_response.name, toggle=False)
-        for m in messages[after_pause(messages, view.response.message) :]
-        if m.role == "tool"
-        for p in m.content
-        if p.tool_response is not None
-    )
+    rows = []
+    for m in messages[after_pause(messages, view.response.message) :]:
+        for p in m.content if m.role == "tool" else ():
+            tr = p.tool_response
+            if tr is None:
+                continue
+            if (tr.name, tr.ref) in stood_in:
+                stood_in.discard((tr.name, tr.ref))  # the answer itself, once: not a run
+                continue
+            rows.append(tool_result_html(None, tr.output, name=tr.name, toggle=False))
+    return "".join(rows)
+
+
+def _stood_in(form: Any) -> bool:
+    """Whether the form's answer (or its default) was the call's output: the tool did not run."""
+    expired = getattr(form, "expired", None)
+    if expired is not None:
+        applied = expired.answer.get("applied") if isinstance(expired.answer, dict) else None
+        return not (isinstance(applied, dict) and "approve" in applied)
+    return form.answer is not None and form.answer.kind == "respond"
 
 
 def raw_details(view: TurnView) -> str:
@@ -183,9 +201,12 @@ def _record(
     panel = getattr(view, "fork_panel", None)
     comparisons: list[str] = list(panel.comparisons) if panel is not None else []
     compared = bool(comparisons)
+    several = len(view.forms) > 1
     for form in view.forms:
         if compared:  # each answer is in its column below
             html.append(summary_html(form.summary, state=f"{len(comparisons) + 1} answers", raw=False))
+        elif several:  # each question in a block of its own, as its form was
+            html.append(f'<div style="{_QUESTION}">{form_record_html(form, state)}</div>')
         else:
             html.append(form_record_html(form, state))
         lines.append(f"{form.summary.title}: {form.summary.question}".rstrip(": "))

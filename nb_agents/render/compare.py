@@ -315,7 +315,7 @@ class Comparison:
 
     def _cells(self, title: str, render: Any) -> str:
         return (
-            f'<tr><th style="{_ROW}{MUTED}">{esc(title)}</th>'
+            f'<tr style="background:none"><th style="{_ROW}{MUTED}">{esc(title)}</th>'
             f'<td class="nba-branch-a" style="{_COL}">{render(self.a)}</td>'
             f'<td class="nba-branch-b" style="{_COL}">{render(self.b)}</td></tr>'
         )
@@ -337,11 +337,13 @@ class Comparison:
         else:
             head = f'<div style="{MUTED}">These two histories share {len(self.shared)} messages.</div>'
         labels = (
-            f'<tr><th></th><th class="nba-label-a" style="{_HEAD}">{esc(self.a.label)}</th>'
+            '<tr style="background:none"><th></th>'
+            f'<th class="nba-label-a" style="{_HEAD}">{esc(self.a.label)}</th>'
             f'<th class="nba-label-b" style="{_HEAD}">{esc(self.b.label)}</th></tr>'
         )
         table = (
-            '<table class="nba-compare-table" style="border-collapse:collapse;width:100%;table-layout:fixed">'
+            '<table class="nba-compare-table" style="border-collapse:collapse;width:100%;table-layout:fixed;'
+            'font-size:inherit;border:none">'
             '<colgroup><col style="width:7em"><col><col></colgroup>'
             f"{labels}{self._cells('Answer', self._answers_html)}{self._cells('Tools', self._tools_html)}"
             f"{self._cells('Reply', self._replies_html)}</table>"

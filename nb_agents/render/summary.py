@@ -244,13 +244,14 @@ def rows_html(rows: list[tuple[str, Any, str]], depth: int = 0) -> str:
     if not rows:
         return ""
     body = "".join(
-        f'<tr><th style="{_ROW};font-weight:600">{esc(label)}</th>'
+        f'<tr style="background:none"><th style="{_ROW};font-weight:600">{esc(label)}</th>'
         f'<td style="{_ROW}">{value_html(value, depth)}</td>'
         + (f'<td style="{_ROW};{MUTED}">{esc(hint)}</td>' if hint else "")
         + "</tr>"
         for label, value, hint in rows
     )
-    style = "border-collapse:collapse;margin:2px 0;line-height:1.4"
+    # as in a live form in a saved page too: no zebra rows, no smaller table font
+    style = "border-collapse:collapse;margin:2px 0;line-height:1.4;font-size:inherit;border:none"
     return f'<table class="nba-args {NO_TYPESET}" style="{style}">{body}</table>'
 
 
@@ -329,7 +330,7 @@ def changes_html(rows: list[tuple[str, Any, Any]]) -> str:
     if not rows:
         return ""
     body = "".join(
-        f'<tr><th style="{_ROW};font-weight:600">{esc(label)}</th><td style="{_ROW}">'
+        f'<tr style="background:none"><th style="{_ROW};font-weight:600">{esc(label)}</th><td style="{_ROW}">'
         f'<s style="{MUTED}">{value_html(a)}</s> → <b>{value_html(b)}</b></td></tr>'
         for label, a, b in rows
     )
