@@ -50,7 +50,7 @@ from .identity import local_user
 from .outcomes import call_names, did, outcome_line
 from .progress import progress_bars
 from .records import form_record_html, record_body_html, turn_record_bundle
-from .watch import watch
+from .watch import recheck, watch
 
 __all__ = ["TurnView", "agent_tools"]
 
@@ -430,15 +430,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         return True
 
     def recheck(self) -> asyncio.Task[bool] | None:
-        """Re-read what became of this turn's question (after each cell, see `watch`); None if busy."""
-        if self.state != "waiting" or (self.task is not None and not self.task.done()):
-            return None
-        if self.checking is None or self.checking.done():
-            self.checking = spawn(self._recheck())
-        return self.checking
-
-    async def _recheck(self) -> bool:
-        return await expire_now(self) or await self._answered_elsewhere(expect="waiting")
+        """Re-read what became of this turn's question (after each cell: `watch.recheck`)."""
+        return recheck(self)
 
     def _mark_stale(self) -> None:
         """Collapse to "Already answered (...)": the answer recorded first, not this form's."""

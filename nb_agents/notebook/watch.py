@@ -12,14 +12,18 @@ polled between cells, and a view that settled is forgotten.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ._tasks import spawn
+from .expiring import expire_now
+
 if TYPE_CHECKING:
     from .view import TurnView
 
-__all__ = ["after_cell", "watch", "watched"]
+__all__ = ["after_cell", "recheck", "watch", "watched"]
 
 _views: weakref.WeakSet[Any] = weakref.WeakSet()
 _shells: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -39,6 +43,22 @@ def watch(view: TurnView) -> None:
 def watched() -> list[TurnView]:
     """The views still watched."""
     return list(_views)
+
+
+def recheck(view: TurnView) -> asyncio.Task[bool] | None:
+    """Re-read what became of `view`'s question: its deadline's default, an answer given elsewhere.
+
+    None while the view is not waiting or is sending its own answer.
+    """
+    if view.state != "waiting" or (view.task is not None and not view.task.done()):
+        return None
+    if view.checking is None or view.checking.done():
+        view.checking = spawn(_recheck(view))
+    return view.checking
+
+
+async def _recheck(view: TurnView) -> bool:
+    return await expire_now(view) or await view._answered_elsewhere(expect="waiting")
 
 
 def after_cell(*_args: Any) -> None:
