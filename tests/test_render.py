@@ -302,7 +302,12 @@ def test_audit_rows_say_what_was_answered_in_words() -> None:
         == "denied: not now"
     )
     assert audit_words(rec("restart", {"approved": True, "feedback": "fine"}, {"amount": 3})) == (
-        "approved: Feedback: fine (arguments edited)"
+        "approved: fine (arguments edited)"
+    )
+    # rules in words: no rule ids, no "denyed"
+    assert audit_words(rec("rule", {"rule": "deny:payBill", "action": "deny"})) == "denied by a rule"
+    assert audit_words(rec("rule", {"rule": "always-c1e32ae1c8fc", "action": "allow"})) == (
+        "approved by approve always (this session)"
     )
     assert audit_words(rec("respond", "the Q3 report")) == "answered: the Q3 report"
 

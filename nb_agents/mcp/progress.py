@@ -17,10 +17,10 @@ clients carry along and otherwise ignore. `progress_of` reads one back;
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from typing import Any
 
+from ..render._html import esc
 from ..types import AgentStreamChunk, ModelResponseChunk
 
 __all__ = ["PROGRESS_KEY", "Progress", "progress_chunk", "progress_html", "progress_of"]
@@ -98,8 +98,7 @@ def _number(value: float) -> str:
 
 
 def progress_html(report: Progress) -> str:
-    """A labelled progress bar (``<progress>``) for `report`, escaped."""
-    esc = html.escape
+    """A labelled progress bar (``<progress>``) for `report`, escaped (`nb_agents.render._html.esc`)."""
     frac = report.fraction
     if frac is not None:
         bar = f'<progress value="{frac:.3f}" max="1" style="width:14em;vertical-align:middle"></progress>'

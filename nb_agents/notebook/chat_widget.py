@@ -31,6 +31,7 @@ from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .controls import button
 from .message_box import MessageBox
 from .progress import progress_bars
 from .view import TurnView
@@ -150,9 +151,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         self.message_box.on_submit(self._submitted)
         # set here, not only by the box's script: ipywidgets' layout would reset it on some renders
         self.message_box.layout.flex = "1 1 auto"
-        self.send_button = widgets.Button(description="Send", button_style="primary", icon="paper-plane")
+        self.send_button = button("Send", "primary")
         self.send_button.on_click(lambda _: self.send())
-        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
+        self.stop_button = button("Stop", "warning")
         self.stop_button.on_click(lambda _: self.stop())
         self.stop_button.layout.display = "none"
         row = widgets.HBox(

@@ -13,13 +13,14 @@ title, a ``*`` when required and its description beneath), and three buttons:
 MCP's elicitation schemas are flat objects of strings, numbers, booleans and
 enums; the titled enum forms (``oneOf`` of ``const``/``title``, legacy
 ``enumNames``) become dropdowns that show the titles. A ``url`` request shows
-its link instead of fields. Like `InterruptForm`, the form only records its
+its link instead of fields (a link only when it is http(s): `link_html`, the
+one URL policy; a ``javascript:`` URL shows as text). Everything the server
+wrote is data, escaped with `esc`. Like `InterruptForm`, the form only records its
 `Answer` and calls ``on_answer``; `TurnView` sends it.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,9 @@ import ipywidgets as widgets
 from ..interrupts import AgentInterrupt
 from ..mcp.elicitation import ElicitationRequest
 from ..render import error_html, interrupt_summary
+from ..render._html import NO_TYPESET, esc, link_html
 from ..tools import Tool
+from .controls import button
 from .fields import Field, FieldError, schema_field
 from .forms import Answer, AnswerBox
 
@@ -39,7 +42,6 @@ _ASK = (
     "border-left:4px solid var(--jp-brand-color1,#1976d2);padding:6px 12px;margin:4px 0;"
     "background:var(--jp-layout-color1,#fff)"
 )
-_MUTED = "color:var(--jp-ui-font-color2,#666);font-size:90%;margin:0 0 6px 0"
 
 
 def is_elicitation(interrupt: AgentInterrupt) -> bool:
@@ -75,10 +77,6 @@ def normalized(prop: Any) -> dict[str, Any]:
         if inner is not None:
             out["items"] = {"type": "string", "enum": inner[0]}
     return out
-
-
-def _button(label: str, style: str = "") -> Any:
-    return widgets.Button(description=label, button_style=style)
 
 
 class ElicitationForm(AnswerBox):
@@ -123,31 +121,29 @@ class ElicitationForm(AnswerBox):
         self.fields: dict[str, Field] = {}
         self.error = widgets.HTML()
         self.status = widgets.HTML()
-        self.accept_button = _button("Accept", "success")
-        self.decline_button = _button("Decline", "warning")
-        self.cancel_button = _button("Cancel")
+        self.accept_button = button("Accept", "success")
+        self.decline_button = button("Decline", "warning")
+        self.cancel_button = button("Cancel")
         self.accept_button.on_click(lambda _: self._record("accept"))
         self.decline_button.on_click(lambda _: self._record("decline"))
         self.cancel_button.on_click(lambda _: self._record("cancel"))
-        self.change_button = _button("Change answer")
+        self.change_button = button("Change answer")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
         buttons = widgets.HBox([self.accept_button, self.decline_button, self.cancel_button])
         self.children = [self._head(), *self._rows(), buttons, self.error, self.status, self.change_button]
         self.add_class("nba-elicitation")
+        self.add_class("nba-form")
 
     def _head(self) -> Any:
-        r, esc = self.request, html.escape
+        r = self.request
         text = (
-            f'<div style="{_ASK}"><div>MCP server <b>{esc(r.server)}</b> asks, while running '
-            f"<code>{esc(r.tool)}</code>:</div>"
-            f'<div style="font-size:110%;margin:4px 0">{esc(r.message)}</div>'
+            f'<div class="{NO_TYPESET}" style="{_ASK}"><div>MCP server <b>{esc(r.server)}</b> asks, '
+            f"while running <code>{esc(r.tool)}</code>:</div>"
+            f'<div style="font-size:110%;margin:4px 0;white-space:pre-wrap">{esc(r.message)}</div>'
         )
         if r.mode == "url" and r.url:
-            text += (
-                f'<div>Open <a href="{esc(r.url, quote=True)}" target="_blank" rel="noopener noreferrer">'
-                f"{esc(r.url)}</a>, then press Accept when you are done.</div>"
-            )
+            text += f"<div>Open {link_html(r.url)}, then press Accept when you are done.</div>"
         return widgets.HTML(value=text + "</div>")
 
     def _rows(self) -> list[Any]:
@@ -159,11 +155,7 @@ class ElicitationForm(AnswerBox):
             title = str(prop.get("title") or name) + (" *" if name in required else "")
             field = schema_field(prop, label=title, required=name in required)
             self.fields[name] = field
-            note = str(prop.get("description") or "")
-            row = [field.widget]
-            if note:
-                row.append(widgets.HTML(value=f'<div style="{_MUTED}">{html.escape(note)}</div>'))
-            rows.append(widgets.VBox(row))
+            rows.append(field.row)  # the field, its description as a hint, and its error
         return rows
 
     # -- answering ---------------------------------------------------------------------------
@@ -200,7 +192,7 @@ class ElicitationForm(AnswerBox):
         self.error.value = ""
         self.answer = answer
         self.set_disabled(True)
-        self.status.value = f'<span style="{_OK}">✓ {answer.label}</span>'
+        self.status.value = f'<span style="{_OK}">✓ {esc(answer.label)}</span>'
         self.change_button.layout.display = None
         if self.on_answer is not None:
             self.on_answer(self)
@@ -208,8 +200,8 @@ class ElicitationForm(AnswerBox):
     # -- state -------------------------------------------------------------------------------
     def set_disabled(self, disabled: bool) -> None:
         """Disable or enable every control of the form."""
-        for button in (self.accept_button, self.decline_button, self.cancel_button):
-            button.disabled = disabled
+        for control in (self.accept_button, self.decline_button, self.cancel_button):
+            control.disabled = disabled
         for field in self.fields.values():
             field.set_disabled(disabled)
 

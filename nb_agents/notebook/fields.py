@@ -6,9 +6,12 @@ with ``null`` (Optional), ``enum``/``const`` (Literal, Enum; ``enumNames`` label
 values), number bounds
 (shown next to the label), nested objects and arrays of primitives. Anything
 else (unions, maps, arrays of objects, recursive models) falls back to a JSON
-text area, so every schema gets a form. Labels come from the schema's titles, else the field name in words
-("toAccount" -> "To account"); a required field is marked ``*`` and an empty
-one is refused with the message beside it (`Field.error`). Beyond that, fields
+text area, so every schema gets a form. Labels come from the schema's titles,
+else the field name in words ("toAccount" -> "To account"), and each field's
+``description`` shows beside it as a hint; a required field is marked ``*``
+and an empty one is refused with the message beside it (`Field.error`).
+Schema text is data: labels are set with `nb_agents.notebook.controls.labelled`
+and HTML is escaped with `nb_agents.render._html.esc`. Beyond that, fields
 do not validate against the schema: the tool's pydantic adapters do, in
 `nb_agents.notebook.forms`, which puts each error next to its field
 (`Field.find` locates a field by the error's path).
@@ -24,6 +27,8 @@ import ipywidgets as widgets
 
 from ..errors import InvalidArgumentError
 from ..render import label_for
+from ..render._html import MUTED, NO_TYPESET, esc
+from .controls import labelled
 
 __all__ = ["MISSING", "Field", "FieldError", "resolve", "schema_field"]
 
@@ -46,6 +51,7 @@ class FieldError(InvalidArgumentError, ValueError):
 
 
 _ERROR = "color:var(--jp-error-color1,#c62828);font-size:90%;padding-left:6px"
+_HINT = f"{MUTED};padding-left:8px;max-width:32em"
 
 
 class Field:
@@ -55,6 +61,7 @@ class Field:
         widget: The control (or the box of an object's fields).
         error: Where a message about this field shows (`row` puts it beside the widget).
         children: The fields of an object field by property name.
+        hint: The schema's ``description`` of the field, shown beside it by `row`.
 
     Example:
         >>> f = schema_field({"type": "integer", "minimum": 1}, 3, label="count")
@@ -69,23 +76,29 @@ class Field:
         controls: list[Any],
         *,
         children: dict[str, Field] | None = None,
+        hint: str = "",
     ) -> None:
         self.widget = widget
         self._get = get
         self.controls = controls
         self.children = children or {}
+        self.hint = hint
         self.error = widgets.HTML()
         self._row: Any = None
 
     @property
     def row(self) -> Any:
-        """The widget with its error message beside it (what a form shows)."""
+        """The widget with its hint and its error message beside it (what a form shows)."""
         if self._row is None:
-            self._row = (
-                widgets.VBox([self.widget, self.error])
-                if self.children
-                else widgets.HBox([self.widget, self.error])
-            )
+            if self.children:
+                self._row = widgets.VBox([self.widget, self.error])
+            else:
+                shown = [self.widget]
+                if self.hint:
+                    shown.append(widgets.HTML(value=hint_html(self.hint)))
+                self._row = widgets.HBox(
+                    [*shown, self.error], layout=widgets.Layout(flex_flow="row wrap", align_items="center")
+                )
         return self._row
 
     def get(self) -> Any:
@@ -103,7 +116,9 @@ class Field:
             control.disabled = disabled
 
     def show_error(self, message: str) -> None:
-        self.error.value = f'<span class="nba-field-error" style="{_ERROR}">{_escape(message)}</span>'
+        self.error.value = (
+            f'<span class="nba-field-error {NO_TYPESET}" style="{_ERROR}">{esc(message)}</span>'
+        )
 
     def clear_errors(self) -> None:
         self.error.value = ""
@@ -120,6 +135,16 @@ class Field:
         """Call `callback` whenever any control's value changes."""
         for control in self.controls:
             control.observe(lambda _change: callback(), names="value")
+
+
+def hint_html(text: str) -> str:
+    """A field's hint (its schema description), escaped."""
+    return f'<span class="nba-hint {NO_TYPESET}" style="{_HINT}">{esc(text)}</span>'
+
+
+def _hint(schema: dict[str, Any]) -> str:
+    note = schema.get("description")
+    return note.strip() if isinstance(note, str) else ""
 
 
 def resolve(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
@@ -214,10 +239,10 @@ def schema_field(
         return _text_field(inner, value, label, nullable or not required)
     if kind == "boolean" and not nullable:
         start = _initial(inner, value)
-        box = widgets.Checkbox(
-            value=bool(start) if start is not MISSING else False, description=label, indent=False
+        box = labelled(
+            widgets.Checkbox(value=bool(start) if start is not MISSING else False, indent=False), label
         )
-        return Field(box, lambda: bool(box.value), [box])
+        return Field(box, lambda: bool(box.value), [box], hint=_hint(inner))
     if kind == "boolean":
         return _enum_field({**inner, "enum": [True, False]}, value, label, True)
     if kind in ("integer", "number"):
@@ -235,14 +260,8 @@ def schema_field(
 
 def _const_field(schema: dict[str, Any], label: str) -> Field:
     const = schema["const"]
-    text = widgets.HTML(value=f"{label}: <code>{_escape(_dump(const))}</code>" if label else "")
-    return Field(text, lambda: const, [])
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text, quote=True)
+    shown = f'<span class="{NO_TYPESET}">{esc(label)}: <code>{esc(_dump(const))}</code></span>'
+    return Field(widgets.HTML(value=shown if label else ""), lambda: const, [], hint=_hint(schema))
 
 
 def _enum_field(schema: dict[str, Any], value: Any, label: str, optional: bool) -> Field:
@@ -255,20 +274,15 @@ def _enum_field(schema: dict[str, Any], value: Any, label: str, optional: bool) 
     start = _initial(schema, value)
     if start is MISSING or start not in [v for _, v in options]:
         start = options[0][1]
-    drop = widgets.Dropdown(options=options, value=start, description=label, style=_STYLE)
-    return Field(drop, lambda: drop.value, [drop])
+    drop = labelled(widgets.Dropdown(options=options, value=start, style=_STYLE), label)
+    return Field(drop, lambda: drop.value, [drop], hint=_hint(schema))
 
 
 def _text_field(schema: dict[str, Any], value: Any, label: str, optional: bool) -> Field:
     start = _initial(schema, value)
     long = int(schema.get("maxLength") or 0) > 200 or schema.get("format") == "textarea"
     maker = widgets.Textarea if long else widgets.Text
-    text = maker(
-        value="" if start is MISSING or start is None else str(start),
-        description=label,
-        placeholder=str(schema.get("description", "")),
-        style=_STYLE,
-    )
+    text = labelled(maker(value="" if start is MISSING or start is None else str(start), style=_STYLE), label)
     if long or maker is widgets.Text:
         text.layout.width = "28em" if maker is widgets.Text else "100%"
 
@@ -280,17 +294,16 @@ def _text_field(schema: dict[str, Any], value: Any, label: str, optional: bool) 
             raise FieldError(f"{name}: required, enter a value", short="required")
         return text.value
 
-    return Field(text, get, [text])
+    return Field(text, get, [text], hint=_hint(schema))
 
 
 def _number_field(schema: dict[str, Any], value: Any, label: str, kind: str) -> Field:
     start = _initial(schema, value)
     maker = widgets.IntText if kind == "integer" else widgets.FloatText
-    box = maker(description=label + _bounds(schema), style=_STYLE)
+    box = labelled(maker(style=_STYLE), label + _bounds(schema))
     if isinstance(start, int | float) and not isinstance(start, bool):
         box.value = start
-    box.tooltip = str(schema.get("description", "")) or None
-    return Field(box, lambda: box.value, [box])
+    return Field(box, lambda: box.value, [box], hint=_hint(schema))
 
 
 def _optional(field: Field, value: Any, schema: dict[str, Any]) -> Field:
@@ -303,7 +316,13 @@ def _optional(field: Field, value: Any, schema: dict[str, Any]) -> Field:
     def get() -> Any:
         return field.get() if given.value else None
 
-    return Field(widgets.HBox([given, field.widget]), get, [given, *field.controls], children=field.children)
+    return Field(
+        widgets.HBox([given, field.widget]),
+        get,
+        [given, *field.controls],
+        children=field.children,
+        hint=field.hint,
+    )
 
 
 def _array_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str, Any]) -> Field | None:
@@ -316,8 +335,9 @@ def _array_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str,
     tags = maker(value=list(start) if isinstance(start, list) else [], allow_duplicates=True)
     if isinstance(items.get("enum"), list) and maker is widgets.TagsInput:
         tags.allowed_tags = [str(e) for e in items["enum"]]
-    row = widgets.HBox([widgets.Label(label), tags]) if label else tags
-    return Field(row, lambda: list(tags.value), [tags])
+    name = widgets.HTML(value=f'<span class="{NO_TYPESET}">{esc(label)}</span>')
+    row = widgets.HBox([name, tags]) if label else tags
+    return Field(row, lambda: list(tags.value), [tags], hint=_hint(schema))
 
 
 def _object_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str, Any], depth: int) -> Field:
@@ -349,7 +369,8 @@ def _object_field(schema: dict[str, Any], value: Any, label: str, defs: dict[str
 
     children = [f.row for f, _ in fields.values()]
     if label:
-        children.insert(0, widgets.HTML(value=f"<b>{_escape(label)}</b>"))
+        note = hint_html(_hint(schema)) if _hint(schema) else ""
+        children.insert(0, widgets.HTML(value=f'<b class="{NO_TYPESET}">{esc(label)}</b>{note}'))
     box = widgets.VBox(children)
     if depth:
         box.layout.margin = "0 0 0 1.5em"
@@ -365,11 +386,13 @@ def _marks(prop: Any, defs: dict[str, Any]) -> bool:
 
 def _json_field(schema: dict[str, Any], value: Any, label: str, required: bool) -> Field:
     start = _initial(schema, value)
-    area = widgets.Textarea(
-        value="" if start is MISSING else json.dumps(start, indent=2, ensure_ascii=False),
-        description=f"{label} (JSON)" if label else "JSON",
-        placeholder=str(schema.get("description", "")) or "a JSON value",
-        style=_STYLE,
+    area = labelled(
+        widgets.Textarea(
+            value="" if start is MISSING else json.dumps(start, indent=2, ensure_ascii=False),
+            placeholder="a JSON value",
+            style=_STYLE,
+        ),
+        f"{label} (JSON)" if label else "JSON",
     )
     area.layout.width = "100%"
 
@@ -386,4 +409,4 @@ def _json_field(schema: dict[str, Any], value: Any, label: str, required: bool) 
                 f"{label or 'value'}: not valid JSON ({exc.msg}, line {exc.lineno})", short="not valid JSON"
             ) from exc
 
-    return Field(area, get, [area])
+    return Field(area, get, [area], hint=_hint(schema))

@@ -1,10 +1,14 @@
-"""`ForkPanel`: "Try another answer" under an answered turn, and the branches it makes.
+"""`ForkPanel`: "Try another answer" under an answered turn, and the answers compared flat.
 
 An answered turn's answer took effect once; to see what another answer does,
 the panel forks the pause (`nb_agents.Agent.fork`: a copy in a session of its
-own, its tools run once per branch) and shows a fresh `TurnView` for the fork
-below. When the fork's turn is finished too, the two continuations are shown
-side by side (`nb_agents.notebook.compare`). Each click makes another fork.
+own, its tools run once per branch) and shows a fresh form for the fork right
+below (no card inside the card). When the fork's turn is finished too, the
+form gives way to one flat table, side by side: a column for each answer (what
+was answered, what ran, the reply), under the question asked once
+(`nb_agents.notebook.compare`). One "Try another answer" button stays at the
+bottom (hidden while a fork waits for its answer); each click makes another
+fork and another table.
 
 A `TurnView` with a panel stays live once settled (its output is not replaced
 by the record): like a form still waiting, it is saved as its record by the
@@ -23,6 +27,7 @@ from ..render._html import MUTED
 from ..responses import AgentResponse
 from ._tasks import spawn
 from .compare import compare
+from .controls import button
 
 if TYPE_CHECKING:
     import asyncio
@@ -31,13 +36,19 @@ if TYPE_CHECKING:
 
 __all__ = ["ForkPanel", "can_fork", "final_result"]
 
-_BRANCH = "margin:6px 0 0 0;padding-left:8px;border-left:3px solid var(--jp-brand-color1,#1976d2)"
+_SEPARATOR = "1px solid var(--jp-border-color2, #ccc)"
 
 
 def can_fork(view: TurnView) -> bool:
-    """Whether the view's pause can be forked here: a local agent with a store, or client state."""
+    """Whether the view's pause can be forked here: a local agent with a store, or client state.
+
+    A fork's own view is not forked again (its answers are compared under the original), nor
+    is a pause whose deadline passed (a copy would expire at once).
+    """
     res, agent = view.response, getattr(view.chat, "agent", None)
-    if agent is None or not res.interrupts:
+    if agent is None or not res.interrupts or getattr(view, "fork_of", None) is not None:
+        return False
+    if any(getattr(f, "expired", None) is not None for f in view.forms):
         return False
     if res.snapshot_id:
         return callable(getattr(agent, "fork", None)) and getattr(agent, "store", None) is not None
@@ -52,12 +63,12 @@ def final_result(view: TurnView) -> AgentResponse | None:
 
 
 class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
-    """The "Try another answer" button of an answered `TurnView`, and the forks it made.
+    """The "Try another answer" button of an answered `TurnView`, and the answers it compares.
 
     Attributes:
         view: The answered view whose pause is forked.
         branches: The `TurnView` of each fork, oldest first.
-        comparisons: The HTML of each fork's side-by-side view, once its turn finished.
+        comparisons: The HTML of each fork's side-by-side table, once its turn finished.
         task: The fork being made, if any (await it in tests).
     """
 
@@ -67,16 +78,15 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
         self.branches: list[TurnView] = []
         self.comparisons: list[str] = []
         self.task: asyncio.Task[TurnView | None] | None = None
-        self.button = widgets.Button(
-            description="Try another answer",
-            icon="code-fork",
+        self.button = button(
+            "Try another answer",
             tooltip="Fork this pause and answer it differently (the answer above stays as it is)",
-            layout=widgets.Layout(width="auto", align_self="flex-start"),
         )
+        self.button.layout.align_self = "flex-start"
         self.button.on_click(lambda _b: self.try_another())
         self.status = widgets.HTML()
         self.box = widgets.VBox()
-        self.children = [self.button, self.status, self.box]
+        self.children = [self.box, self.status, self.button]
         self.add_class("nba-fork-panel")
 
     def try_another(self) -> asyncio.Task[TurnView | None] | None:
@@ -97,47 +107,39 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
             self.button.disabled = False
             return None
         assert chat.last is not None
-        n = len(self.branches) + 1
         # a view of the same kind as the one answered (the panel never imports the view's module)
-        branch = type(view)(chat.last, chat, answered_by=view.answered_by, on_settle=self._branch_settled)
+        by = None if getattr(view, "you", False) else view.answered_by
+        branch = type(view)(chat.last, chat, answered_by=by, on_settle=self._branch_settled)
+        branch.fork_of = view
+        branch.layout = widgets.Layout(border_top=_SEPARATOR, padding="6px 0 0 0", margin="6px 0 0 0")
+        branch.add_class("nba-fork")
         self.branches.append(branch)
         head = widgets.HTML(
-            value=f'<div style="{MUTED}"><b>Another answer</b> (fork {n}: the same pause, answered anew)'
-            "</div>"
+            value=f'<div style="{MUTED}"><b>Another answer</b>: the same question, answered anew. '
+            "Once it is done, the two answers show side by side.</div>"
         )
-        block = widgets.VBox([head, branch, widgets.HTML()])
-        block.layout = widgets.Layout(
-            border_left="3px solid var(--jp-brand-color1, #1976d2)", padding="0 0 0 8px"
-        )
-        block.add_class("nba-fork")
-        self.box.children = [*self.box.children, block]
+        self.box.children = [*self.box.children, head, branch]
         self.status.value = ""
         self.button.disabled = False
+        self.button.layout.display = "none"  # one fork at a time: answer this one first
         return branch
 
     def _branch_settled(self, branch: TurnView) -> None:
         mine, theirs = final_result(self.view), final_result(branch)
         if mine is None or theirs is None:
             return
-        html = compare(mine, theirs, labels=("This answer", "Another answer"))._repr_mimebundle_()[
-            "text/html"
-        ]
+        n = len(self.branches)
+        labels = ("First answer", "Another answer" if n == 1 else f"Another answer ({n})")
+        html = compare(mine, theirs, labels=labels).html(pause=False)
         self.comparisons.append(html)
-        for block in self.box.children:
-            if branch in block.children:
-                block.children = [*block.children[:-1], widgets.HTML(value=html)]
+        self.box.children = [widgets.HTML(value=c) for c in self.comparisons]
+        self.button.layout.display = None
+        self.view.show_settled()  # the question once, then the answers side by side
         self.view.refresh_record()
 
     def record_html(self) -> str:
-        """The forks as the view's record shows them: each branch's record, then the comparisons."""
-        parts = []
-        for n, branch in enumerate(self.branches, 1):
-            parts.append(
-                f'<div class="nba-fork" style="{_BRANCH}"><div style="{MUTED}"><b>Another answer</b> '
-                f"(fork {n})</div>{branch.record_html()}</div>"
-            )
-        parts.extend(self.comparisons)
-        return "".join(parts)
+        """The answers compared, as the view's record shows them."""
+        return "".join(self.comparisons)
 
     def __repr__(self) -> str:
         return f"ForkPanel(branches={len(self.branches)})"

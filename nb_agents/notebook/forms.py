@@ -39,8 +39,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..interrupts import AgentInterrupt, ApprovalHold, approval
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
+from ..render._html import esc
 from ..tools import Tool
 from .answer import Answer, approval_extras, is_approval_shaped, one_text
+from .controls import button as make_button
+from .controls import labelled
+from .controls import toggle as make_toggle
+from .countdown import Countdown
 from .fields import Field, FieldError, schema_field
 
 __all__ = ["Answer", "InterruptForm", "approval_extras", "is_approval_shaped"]
@@ -49,11 +54,18 @@ _OK = "color:var(--jp-success-color0,#2e7d32);font-weight:600"
 _REASON = "optional: why (the assistant reads it)"
 
 
-def _button(label: str, style: str = "", icon: str = "") -> Any:
-    button = widgets.Button(description=label, button_style=style, icon=icon, tooltip=label)
-    button.layout.width = "auto"  # "Approve with changes" must not be cut short
-    button.layout.min_width = "7em"
-    return button
+def _button(label: str, style: str = "") -> Any:
+    return make_button(label, style, min_width="7em")
+
+
+def _reason_box(field: Field) -> None:
+    """The reason beside Deny: last in its row, narrowing (never pushing a button to the next line)."""
+    box = field.widget
+    box.placeholder = field.hint or _REASON  # the schema's description of the reason, if it has one
+    box.layout.width = "auto"
+    box.layout.flex = "1 1 14em"
+    box.layout.min_width = "12em"
+    box.layout.max_width = "30em"
 
 
 class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
@@ -154,16 +166,22 @@ class InterruptForm(AnswerBox):
         self.edit_toggle: Any = None
         self.reply: Field | None = None
         self.reason: Field | None = None
+        self.reason_key: str | None = None  # the reply's field shown as the reason beside Deny
         self.inputs: Field | None = None
-        self.head = widgets.HTML(value=summary_html(self.summary))
+        # a deadline ticks in the browser (the view applies the default when it is reached)
+        deadline = self.summary.expires_at
+        self.countdown = Countdown(deadline=deadline, then=self.summary.on_expiry or "") if deadline else None
+        self.head = widgets.HTML(value=summary_html(self.summary, deadline=self.countdown is None))
         self.changes = widgets.HTML()
         self.error = widgets.HTML()
         self.status = widgets.HTML()
-        self.change_button = _button("Change answer", icon="undo")
+        self.change_button = _button("Change answer")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
+        self.add_class("nba-form")
         self.children = [
             self.head,
+            *([self.countdown] if self.countdown is not None else []),
             *self._build(),
             self.error,
             widgets.HBox([self.status, self.change_button]),
@@ -212,27 +230,27 @@ class InterruptForm(AnswerBox):
         buttons: list[Any] = []
         schema = self._reply_schema()
         if mode in ("hold", "approve-respond", "approve-restart"):
-            self.approve_button = _button("Approve", "success", "check")
+            self.approve_button = _button("Approve", "success")
             self.approve_button.on_click(lambda _: self._record(self._decide, True))
             buttons.append(self.approve_button)
             if "always" in actions:
-                self.always_button = _button("Approve always", "success", "check-circle")
+                self.always_button = _button("Approve always", "success")
                 self.always_button.tooltip = (
                     f"Approve, and run '{self.interrupt.name}' without asking for the rest of this session"
                 )
                 self.always_button.on_click(lambda _: self._record(self._decide, True, True))
                 buttons.append(self.always_button)
             if mode == "hold":
-                reason = {"type": "string", "description": _REASON}
-                self.reply = self.reason = schema_field(reason, label="Reason", required=False)
+                self.reply = self.reason = schema_field({"type": "string"}, label="Reason", required=False)
             else:
                 assert schema is not None
                 extras = approval_extras(schema)
                 self.reply = schema_field(extras)
                 one = one_text(extras)
-                if one is not None:
+                if one is not None:  # the one text beside Deny is "Reason", as everywhere
                     self.reason = self.reply.children[one]
-                    self.reason.widget.placeholder = self.reason.widget.placeholder or _REASON
+                    self.reason_key = one
+                    labelled(self.reason.widget, "Reason")
                 elif extras["properties"]:
                     rows.append(self.reply.widget)
         elif mode in ("respond", "restart", "json"):
@@ -244,33 +262,24 @@ class InterruptForm(AnswerBox):
                     schema if schema is not None else {}, label="" if fields else "Answer *"
                 )
             rows.append(self.reply.row)
-            self.submit_button = _button("Send answer", "primary", "paper-plane")
+            self.submit_button = _button("Send answer", "primary")
             self.submit_button.on_click(lambda _: self._record(self._submit))
             buttons.append(self.submit_button)
             if "restart" in actions:
-                self.continue_button = _button("Restart", icon="play")
+                self.continue_button = _button("Restart")
                 self.continue_button.on_click(lambda _: self._record(self._continue))
                 buttons.append(self.continue_button)
         else:  # continue: a plain tool that paused itself
-            self.continue_button = _button("Continue", "success", "play")
+            self.continue_button = _button("Continue", "success")
             self.continue_button.on_click(lambda _: self._record(self._continue))
             buttons.append(self.continue_button)
-            self.answer_toggle = widgets.ToggleButton(
-                description="Answer instead", icon="reply", layout=widgets.Layout(width="auto")
-            )
+            self.answer_toggle = make_toggle("Answer instead")
             self.reply = schema_field(schema or {}, label="" if schema else "Output")
-            self.submit_button = _button("Send answer", "primary", "paper-plane")
+            self.submit_button = _button("Send answer", "primary")
             self.submit_button.on_click(lambda _: self._record(self._submit))
             answer_box = widgets.VBox([self.reply.row, self.submit_button])
             _reveal(self.answer_toggle, answer_box)
             rows.append(answer_box)
-        if "deny" in actions:
-            if self.reason is None:
-                reason = {"type": "string", "description": _REASON}
-                self.reason = schema_field(reason, label="Reason", required=False)
-            self.deny_button = _button("Deny", "danger", "times")
-            self.deny_button.on_click(lambda _: self._record(self._deny))
-            buttons += [self.deny_button, self.reason.widget]
         if self.answer_toggle is not None:
             buttons.append(self.answer_toggle)
         if "edit" in actions:
@@ -281,15 +290,20 @@ class InterruptForm(AnswerBox):
                 label="" if tool else "Arguments",
             )
             self.inputs.observe(self._show_changes)
-            self.edit_toggle = widgets.ToggleButton(
-                description="Edit arguments", icon="pencil", layout=widgets.Layout(width="auto")
-            )
+            self.edit_toggle = make_toggle("Edit arguments")
             self.edit_toggle.observe(lambda _change: self._show_changes(), names="value")
             edit_box = widgets.VBox([self.inputs.row, self.changes])
             edit_box.layout.margin = "4px 0"
             _reveal(self.edit_toggle, edit_box)
             rows.append(edit_box)
             buttons.append(self.edit_toggle)
+        if "deny" in actions:  # last: Deny and its reason, which narrows before anything wraps
+            if self.reason is None:
+                self.reason = schema_field({"type": "string"}, label="Reason", required=False)
+            _reason_box(self.reason)
+            self.deny_button = _button("Deny", "danger")
+            self.deny_button.on_click(lambda _: self._record(self._deny))
+            buttons += [self.deny_button, self.reason.widget]
         return [
             *rows,
             widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
@@ -421,12 +435,18 @@ class InterruptForm(AnswerBox):
         self.error.value = ""
         self.answer = answer
         self.set_disabled(True)
-        self.status.value = f'<span style="{_OK}">{answer.label[:1].upper() + answer.label[1:]}</span>'
+        self.head.value = summary_html(self.summary, state=answer.verb, deadline=False)
+        self.status.value = f'<span style="{_OK}">{esc(answer.label[:1].upper() + answer.label[1:])}</span>'
         self.change_button.layout.display = None
         if self.on_answer is not None:
             self.on_answer(self)
 
     # -- state ---------------------------------------------------------------------------------
+    def reset(self, error: str | None = None) -> None:
+        """Forget the answer and enable the form again (its question waits again)."""
+        super().reset(error)
+        self.head.value = summary_html(self.summary, deadline=self.countdown is None)
+
     def set_disabled(self, disabled: bool) -> None:
         """Disable or enable every control of the form."""
         controls = (self.approve_button, self.always_button, self.deny_button, self.submit_button)

@@ -28,6 +28,7 @@ from ..responses import AgentResponse
 from ..types import AgentOutput
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
+from .controls import button
 from .view import TurnView
 
 __all__ = ["PendingView", "apending", "pending"]
@@ -68,7 +69,7 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
         self.views: list[TurnView] = []
         self.task: asyncio.Task[None] | None = None
         self.header = widgets.HTML(value="<i>reading paused turns…</i>")
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
+        self.refresh_button = button("Refresh")
         self.refresh_button.on_click(lambda _: self._refresh_soon())
         self.children = [widgets.HBox([self.header, self.refresh_button])]
         if turns is not None:

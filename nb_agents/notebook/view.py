@@ -38,21 +38,24 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..render import answer_line, error_html, output_html, part_html, record_words, stream_html, tools_of
+from ..render import error_html, output_html, part_html, record_words, stream_html, tools_of
 from ..render._html import badge, esc
-from ..render.turns import turn_ids
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import OUTPUT_METADATA, WithStaticFallback
 from ._tasks import spawn
+from .controls import button
 from .elicitation import ElicitationForm, is_elicitation
+from .expiring import answers_to, expire_now, is_expiry_error, watch_deadlines
 from .forking import ForkPanel, can_fork
 from .forms import InterruptForm
 from .identity import local_user
+from .outcomes import call_names, did, outcome_line
 from .progress import progress_bars
-from .records import form_record_html, turn_record_bundle
+from .records import form_record_html, record_body_html, turn_record_bundle
+from .watch import recheck, watch
 
 __all__ = ["TurnView", "agent_tools"]
 
@@ -71,6 +74,16 @@ def _follow(chat: Chat, other: Chat) -> None:
 
 def _status(tone: str, word: str, text: str) -> str:
     return f'<div class="nba-live-status" style="margin-bottom:4px">{badge(word, tone)}{esc(text)}</div>'
+
+
+_QUESTION = "3px solid var(--jp-border-color2, #ccc)"  # each question of a turn in its own block
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no loop running in this thread
+        return None
 
 
 class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
@@ -112,6 +125,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         super().__init__()
         self.response = response
         self.chat: Chat | None = chat if chat is not None else response.chat
+        self.you = answered_by is None  # the person at this notebook: "you" in words, the user in the audit
         self.answered_by = answered_by if answered_by is not None else local_user()
         self.on_settle = on_settle
         self.try_another = try_another
@@ -138,17 +152,20 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
         self.answered_at: datetime | None = None
         self.fork_panel: ForkPanel | None = None  # "Try another answer", once the turn is done
+        self.fork_of: TurnView | None = None  # the answered view this one is a fork of
+        self.deadline_task: asyncio.Task[None] | None = None  # applies a deadline's default on time
+        self.checking: asyncio.Task[bool] | None = None  # a re-read of the audit after a cell ran
         self._sent: set[Any] = set()  # the forms whose answers took effect (partial answers)
         self._tools = ""  # the tool rows streamed so far by the partial answers
         self.header = widgets.HTML(value=self._waiting_line())
         self.head = widgets.HTML(
             value=output_html(response.raw, interrupts=False, status=False, box=False, ids=False)
         )
-        self.footer = widgets.HTML(value=turn_ids(response.raw))
+        self.footer = widgets.HTML()  # ids stay out of the view (they are on the response)
         self.status = widgets.HTML()
         # an answer that took effect and then failed (or was stopped) is not answered again:
         # it is retried, as a new attempt that the audit records
-        self.retry_button = widgets.Button(description="Retry", icon="redo", button_style="warning")
+        self.retry_button = button("Retry", "warning")
         self.retry_button.on_click(lambda _b: self.retry())
         self.retry_button.layout.display = "none"
         self.stream = widgets.HTML()
@@ -162,6 +179,13 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             max_width="60em",
         )
         self.add_class("nba-turn-view")
+        if len(self.forms) > 1:  # a status under a question must read as that question's
+            for form in self.forms:
+                form.layout = widgets.Layout(
+                    border_left=_QUESTION, padding="0 0 0 10px", margin="6px 0 10px 0"
+                )
+        watch_deadlines(self)
+        watch(self)
 
     def _waiting_line(self) -> str:
         n = len(self.forms)
@@ -248,16 +272,20 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown on its form, which can answer again
             self.stream.value = self._tools
+            if is_expiry_error(exc) and await expire_now(self):
+                return None  # too late: the form shows what the default did instead
+            if await self._answered_elsewhere(expect="waiting"):
+                return None  # another cell, tab or process answered them all: say so
             message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
             form.reset(f"Your answer was not accepted: {message}")
             return None
         self._sent.add(form)
         self.stream.value = self._tools
         if self._same_pause(res):
-            said = answer.label[:1].upper() + answer.label[1:]
-            form.status.value = _status(
-                "ok", "answered", f"{said} · the turn resumes when the last is answered"
-            )
+            name = call_names(self.forms)[self.forms.index(form)]
+            said = did(form, name) or f"{name}: {answer.label}"
+            form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
+            form.status.value = _status("ok", "sent", f"{said}; the turn resumes when the last is answered")
             self.header.value = self._waiting_line()
             return res
         if self.result is not None:
@@ -360,6 +388,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 return None
             if "already resumed" in str(exc) and await self._answered_elsewhere():
                 return None
+            if is_expiry_error(exc) and await expire_now(self, late=True):
+                return None  # too late: the form shows what the default did instead
             self._fail(message)
             return None
         return self._show_result(res, chat, tools)
@@ -386,46 +416,43 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             self.outcome = self._outcome_line(repaused=True)
             self.header.value = _status("ok", "answered", self.outcome)
         else:
-            self.stream.value = tools + output_html(res.raw, tools=False, box=False, known_tools=self.tools)
+            self.stream.value = tools + output_html(
+                res.raw, tools=False, box=False, known_tools=self.tools, ids=False
+            )
             self.outcome = self._outcome_line()
             self._settle()
         return res
 
     def _outcome_line(self, *, repaused: bool = False) -> str:
-        answers = [f.answer for f in self.forms if f.answer is not None]
-        verbs = {a.verb for a in answers}
-        verb = verbs.pop() if len(verbs) == 1 else "answered"
-        done = []
-        for form, a in zip(self.forms, answers, strict=False):
-            name = form.interrupt.name
-            if a.verb == "denied":
-                done.append(f"{name} did not run" if a.kind == "respond" else f"{name} was told no")
-            elif a.kind == "restart":
-                done.append(f"{name} ran" + (" with your changes" if a.changed else ""))
-        if repaused:
-            done.append("the assistant asks again below")
-        return answer_line(verb, by=self.answered_by, at=self.answered_at, outcome=", ".join(done))
+        return outcome_line(self, repaused=repaused)
 
-    async def _answered_elsewhere(self) -> bool:
-        """Whether the audit shows this turn answered already (then collapse to say so)."""
-        agent = getattr(self.chat, "agent", None)
-        sid, snap = self.response.session_id, self.response.snapshot_id
-        if not (sid and snap and hasattr(agent, "audit")):
+    async def _answered_elsewhere(self, *, expect: str = "sending") -> bool:
+        """Whether the audit shows this turn answered already (then collapse to say so).
+
+        `expect`: the state the view must still be in once the audit is read (else it moved on).
+        """
+        mine = self._keys(list(self._sent))  # this view's own partial answers are not "elsewhere"
+        records = [r for r in await answers_to(self) if (r.name, r.ref) not in mine]
+        if self.state != expect or not records:
             return False
-        try:
-            records = [r for r in await agent.audit(sid) if r.snapshot_id == snap]  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001 - no audit to read (a store without one): not stale, as far as we know
-            return False
-        if not records:
-            return False
+        if {(r.name, r.ref) for r in records} < self._keys(self.forms) - mine:
+            return False  # only some calls answered elsewhere: the rest still wait here
+        if any(r.kind == "expired" for r in records):
+            return await expire_now(self, late=expect == "sending")
         self.prior = records
         self._mark_stale()
         return True
 
+    def recheck(self) -> asyncio.Task[bool] | None:
+        """Re-read what became of this turn's question (after each cell: `watch.recheck`)."""
+        return recheck(self)
+
     def _mark_stale(self) -> None:
         """Collapse to "Already answered (...)": the answer recorded first, not this form's."""
+        you = self.answered_by if self.you else None
         words = "; ".join(
-            f"{r.name}: {record_words(r)}" if len(self.prior) > 1 else record_words(r) for r in self.prior
+            f"{r.name}: {record_words(r, you=you)}" if len(self.prior) > 1 else record_words(r, you=you)
+            for r in self.prior
         )
         self.state = "stale"
         self.outcome = f"Already answered ({words})"
@@ -469,23 +496,21 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         elif self.displayed:
             self.show_record()
         if here:
-            tone = "muted" if self.state == "stale" else "ok"
-            word = "answered" if self.state == "stale" else "done"
-            self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
-            records = [widgets.HTML(value=form_record_html(f, self.state)) for f in self.forms]
-            panel = [self.fork_panel] if self.fork_panel is not None else []
-            self.children = [
-                self.header,
-                self.head,
-                *records,
-                self.status,
-                self.continuation,
-                *panel,
-                self.footer,
-            ]
-            self.retry_button.layout.display = "none"
+            self.show_settled()
+            if self.deadline_task is not None and self.deadline_task is not _current_task():
+                self.deadline_task.cancel()  # settled: nothing to expire
         if self.on_settle is not None:
             self.on_settle(self)
+
+    def show_settled(self) -> None:
+        """Show the settled turn as its record (what the cell keeps), under its status line."""
+        expired = any(getattr(f, "expired", None) is not None for f in self.forms)
+        tone = "muted" if self.state == "stale" else "no" if expired else "ok"
+        word = "answered" if self.state == "stale" else "expired" if expired else "done"
+        self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
+        panel = [self.fork_panel] if self.fork_panel is not None else []
+        self.children = [self.header, widgets.HTML(value=record_body_html(self)), *panel]
+        self.retry_button.layout.display = "none"
 
     # -- display ---------------------------------------------------------------------------
     def record_html(self) -> str:

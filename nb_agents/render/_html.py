@@ -1,4 +1,11 @@
-"""The HTML vocabulary every renderer shares: escaping, styles, local times, details.
+"""The HTML vocabulary every renderer shares: escaping, links, styles, local times, details.
+
+Every piece of text that reaches HTML (a rendered page or an ipywidgets
+``HTML`` widget, which JupyterLab writes with ``innerHTML``) goes through one
+function, `esc`; every link through one policy, `safe_url` (only absolute
+``http``, ``https`` and ``mailto`` URLs become links: `link_html`); and the
+text of a widget's label (its ``description``, which ipywidgets typesets with
+MathJax) through `widget_label`, so a ``$`` in a schema title stays a dollar.
 
 Styles are inline and use JupyterLab's theme variables (with light fallbacks),
 so outputs read in the light and dark themes, on GitHub and in nbviewer. Icons
@@ -22,14 +29,18 @@ __all__ = [
     "ERROR",
     "MUTED",
     "NO_TYPESET",
+    "SAFE_SCHEMES",
     "badge",
     "details",
     "esc",
     "ids_details",
+    "link_html",
     "local_time",
     "muted",
     "pre",
+    "safe_url",
     "to_json",
+    "widget_label",
 ]
 
 NO_TYPESET = "tex2jax_ignore mathjax_ignore"
@@ -58,9 +69,65 @@ _TONES = {
 }
 
 
+SAFE_SCHEMES = ("http://", "https://", "mailto:")
+"""The only link targets nb_agents renders as links (README: "links limited to http(s) and mailto")."""
+
+_MATH = ("$", "\\")  # what MathJax needs to typeset anything: a dollar or a backslash
+
+
 def esc(value: Any) -> str:
-    """`value` as text, HTML-escaped (quotes too)."""
+    """`value` as text, HTML-escaped (quotes too): the one way text enters HTML.
+
+    Example:
+        >>> esc('<img src=x onerror="alert(1)">')
+        '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'
+    """
     return html.escape(str(value), quote=True)
+
+
+def safe_url(url: Any) -> bool:
+    """Whether `url` may become a link: an absolute http(s) or mailto URL (the one URL policy).
+
+    Example:
+        >>> safe_url("https://genkit.dev"), safe_url("javascript:alert(1)"), safe_url("data:text/html,x")
+        (True, False, False)
+    """
+    if not isinstance(url, str):
+        return False
+    lowered = url.strip().lower()
+    return lowered.startswith(SAFE_SCHEMES) and not any(c in lowered for c in "\n\r\t\x00")
+
+
+def link_html(url: Any, text: Any = None) -> str:
+    """`url` as a link that opens in a new tab, if `safe_url` allows it; else as plain text.
+
+    Example:
+        >>> link_html("javascript:alert(1)")
+        '<code>javascript:alert(1)</code>'
+    """
+    shown = esc(url if text is None else text)
+    if not safe_url(url):
+        return f"<code>{shown}</code>" if text is None else shown
+    return f'<a href="{esc(url.strip())}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>'
+
+
+def widget_label(text: Any) -> tuple[str, bool]:
+    """A widget ``description`` for `text`: ``(description, description_allow_html)``.
+
+    ipywidgets typesets descriptions with MathJax ("$5 or $6" would turn into a
+    formula); text with a ``$`` or a backslash is given as escaped HTML in a block
+    MathJax skips, other text as it is (ipywidgets writes it with ``textContent``).
+
+    Example:
+        >>> widget_label("Amount")
+        ('Amount', False)
+        >>> widget_label("Fee in $")
+        ('<span class="tex2jax_ignore mathjax_ignore">Fee in $</span>', True)
+    """
+    words = str(text)
+    if not any(mark in words for mark in _MATH):
+        return words, False
+    return f'<span class="{NO_TYPESET}">{esc(words)}</span>', True
 
 
 def to_json(value: Any) -> str:

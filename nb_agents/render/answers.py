@@ -66,7 +66,11 @@ def answer_line(verb: str, *, by: str | None = None, at: Any = None, outcome: st
     return f"{line} · {outcome}" if outcome else line
 
 
-def record_words(rec: AuditRecord) -> str:
-    """An audit record in words, e.g. "approved by bob at 14:01" (lower case, for inside a sentence)."""
-    line = answer_line(answer_verb(rec.kind, rec.answer), by=rec.answered_by, at=rec.answered_at)
+def record_words(rec: AuditRecord, *, you: str | None = None) -> str:
+    """An audit record in words, e.g. "approved by bob at 14:01" (lower case, for inside a sentence).
+
+    An answer given by `you` (the person at this notebook) says "by you".
+    """
+    by = "you" if you is not None and rec.answered_by == you else rec.answered_by
+    line = answer_line(answer_verb(rec.kind, rec.answer), by=by, at=rec.answered_at)
     return line[:1].lower() + line[1:]

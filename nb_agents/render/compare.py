@@ -2,11 +2,13 @@
 
 `Comparison` reads two histories (of responses or chats, typically a chat and
 its fork): the messages they share up to the pause, then for each branch the
-answer given to each interrupted call, the tool calls that ran with their
-results, the replies, and a word diff of the two final texts (each shown
-with the words only it says highlighted). It renders as
-escaped HTML (two columns) and plain text, without widgets; ids appear only
-under "Details" and never in static mode.
+answer given to each interrupted call (in words: "transferMoney did not run;
+the assistant was told: ..."), the tool calls that ran with their results, and
+the replies. It renders as one flat table of escaped HTML, a column per branch
+(and plain text), without widgets, toggles or ids. When the two final replies
+differ in a few words only, those words are highlighted in each column;
+replies that differ throughout are shown as they are (a diff would mark
+everything).
 
 The answers are read from the history: a call answered with an output (a
 denial, a reply) carries ``interruptResponse``; a restarted call ran, and an
@@ -23,12 +25,13 @@ from typing import Any
 
 from ..interrupts import held_for_approval
 from ..types import Message, Part
-from ._html import MUTED, NO_TYPESET, badge, esc, ids_details
+from ._html import MUTED, NO_TYPESET, badge, esc
 from .answers import answer_verb
 from .markdown import markdown_html
-from .turns import _short, interrupt_html, tool_result_html
+from .summary import interrupt_summary, summary_html, value_words
+from .turns import interrupt_html, tool_result_html
 
-__all__ = ["Answer", "Branch", "Comparison", "diff_html", "paused_calls", "shared_prefix"]
+__all__ = ["Answer", "Branch", "Comparison", "diff_html", "paused_calls", "shared_prefix", "similar", "told"]
 
 _COL = (
     "text-align:left;vertical-align:top;padding:6px 10px;border-top:1px solid var(--jp-border-color2,#ddd);"
@@ -46,6 +49,7 @@ _DIFF_TEXT = (
     "border-top:1px solid var(--jp-border-color2,#ddd)"
 )
 _TONE = {"approved": "ok", "denied": "no", "answered": "info", "waiting": "wait"}
+_SIMILAR = 0.5  # the share of words two replies must have in common to be shown as a diff
 
 
 def _key(msg: Message) -> str:
@@ -122,7 +126,8 @@ def _answers(pause: Message | None, after: list[Message]) -> list[Answer]:
 
 
 def _tokens(text: str) -> list[str]:
-    return re.findall(r"\s+|\w+|[^\w\s]", text)
+    """Words, spaces and marks; an amount ("$1,500.00") is one word."""
+    return re.findall(r"\s+|[$€£]?\d(?:[\d,.]*\d)?|\w+|[^\w\s]", text)
 
 
 def _chunks(a: str, b: str) -> list[tuple[bool, str, str]]:
@@ -144,6 +149,26 @@ def _chunks(a: str, b: str) -> list[tuple[bool, str, str]]:
         else:
             chunks.append((same, old, new))
     return chunks
+
+
+def similar(a: str, b: str) -> bool:
+    """Whether two texts share enough words that highlighting what differs helps the reader.
+
+    Example:
+        >>> similar("Sent $500 to savings.", "Sent $250 to savings."), similar("Done.", "Nothing was sent.")
+        (True, False)
+    """
+    if not a or not b:
+        return False
+    ta, tb = _tokens(a), _tokens(b)
+    return difflib.SequenceMatcher(None, ta, tb, autojunk=False).ratio() >= _SIMILAR
+
+
+def told(value: Any) -> str:
+    """What a call's answer told the model, in words (an error's message alone)."""
+    if isinstance(value, dict) and set(value) == {"error"} and isinstance(value["error"], str):
+        return value["error"]
+    return value_words(value, 160)
 
 
 def _glue(text: str) -> bool:
@@ -212,6 +237,8 @@ class Comparison:
         b.answers = _answers(self.pause, b.messages[n:])
         self.a, self.b = a, b
         self._n = n
+        texts = (self._last_reply(a), self._last_reply(b))
+        self._diff = _chunks(*texts) if similar(*texts) else None
 
     def after(self, branch: Branch) -> list[Message]:
         """The messages of `branch` after the shared ones."""
@@ -224,15 +251,17 @@ class Comparison:
         rows = []
         for ans in branch.answers:
             word = {"waiting": "not answered yet"}.get(ans.verb, ans.verb)
-            what = f"<code class='{NO_TYPESET}'>{esc(ans.name)}</code> "
+            what = f'<code class="{NO_TYPESET}">{esc(ans.name)}</code>'
             if ans.verb == "waiting":
                 tail = ""
             elif ans.ran:
-                tail = f'<span style="{MUTED}">the tool ran</span>'
+                tail = " ran"
             else:
-                told = f"the tool did not run; the model was told {esc(_short(ans.value, 80))}"
-                tail = f'<span class="{NO_TYPESET}" style="{MUTED}">{told}</span>'
-            rows.append(f"<div>{badge(word, _TONE.get(ans.verb, 'info'))}{what}{tail}</div>")
+                said = f"; the assistant was told: “{esc(told(ans.value))}”"
+                tail = f' did not run<span class="{NO_TYPESET}" style="{MUTED}">{said}</span>'
+            rows.append(
+                f'<div style="margin:2px 0">{badge(word, _TONE.get(ans.verb, "info"))}{what}{tail}</div>'
+            )
         return "".join(rows)
 
     def _tools_html(self, branch: Branch) -> str:
@@ -249,7 +278,8 @@ class Comparison:
             for p, ans in zip(paused_calls(self.pause), branch.answers, strict=False):
                 assert p.tool_request is not None
                 if ans.ran:
-                    rows.append(tool_result_html(p, results.get((p.tool_request.name, p.tool_request.ref))))
+                    found = results.get((p.tool_request.name, p.tool_request.ref))
+                    rows.append(tool_result_html(p, found, toggle=False))
         for m in after:
             if m.role != "model":
                 continue
@@ -260,57 +290,74 @@ class Comparison:
                     rows.append(interrupt_html(p))
                 else:
                     key = (p.tool_request.name, p.tool_request.ref)
-                    rows.append(tool_result_html(p, results[key]) if key in results else tool_result_html(p))
+                    if key in results:
+                        rows.append(tool_result_html(p, results[key], toggle=False))
+                    else:
+                        rows.append(tool_result_html(p, toggle=False))
         return "".join(rows) or f'<span style="{MUTED}">no tool ran</span>'
+
+    def _last_reply(self, branch: Branch) -> str:
+        texts = [m.text for m in self.after(branch) if m.role == "model" and m.text]
+        return texts[-1] if texts else ""
 
     def _replies_html(self, branch: Branch) -> str:
         texts = [m.text for m in self.after(branch) if m.role == "model" and m.text]
         if not texts:
             return f'<span style="{MUTED}">no reply yet</span>'
-        return "".join(markdown_html(t, cls="nba-text") for t in texts)
+        shown = [markdown_html(t, cls="nba-text") for t in texts]
+        if self._diff is not None:  # a few words differ: highlight them in the final reply
+            which, tag, style = (1, "del", _DEL) if branch is self.a else (2, "ins", _INS)
+            words = _side(self._diff, which, tag, style)
+            shown[-1] = (
+                f'<div class="nba-diff nba-text {NO_TYPESET}" style="white-space:pre-wrap">{words}</div>'
+            )
+        return "".join(shown)
 
     def _cells(self, title: str, render: Any) -> str:
         return (
-            f'<tr><th style="{_ROW}{MUTED}">{esc(title)}</th>'
+            f'<tr style="background:none"><th style="{_ROW}{MUTED}">{esc(title)}</th>'
             f'<td class="nba-branch-a" style="{_COL}">{render(self.a)}</td>'
             f'<td class="nba-branch-b" style="{_COL}">{render(self.b)}</td></tr>'
         )
 
-    def html(self) -> str:
-        """The comparison as escaped HTML: the pause, then a column per branch."""
-        if self.pause is not None:
+    def html(self, *, pause: bool = True) -> str:
+        """The comparison as escaped HTML: the pause (unless `pause` is False), then a column per branch."""
+        if not pause:
+            head = ""
+        elif self.pause is not None:
             asked = "".join(
-                interrupt_html(p.with_metadata(interrupt=_pause_data(p))) for p in paused_calls(self.pause)
+                '<div class="nba-interrupt" style="margin:4px 0">'
+                + summary_html(
+                    interrupt_summary(p.with_metadata(interrupt=_pause_data(p))), raw=False, state="2 answers"
+                )
+                + "</div>"
+                for p in paused_calls(self.pause)
             )
             head = f'<div style="{MUTED}">Both continue from this pause:</div>{asked}'
         else:
             head = f'<div style="{MUTED}">These two histories share {len(self.shared)} messages.</div>'
         labels = (
-            f'<tr><th></th><th class="nba-label-a" style="{_HEAD}">{esc(self.a.label)}</th>'
+            '<tr style="background:none"><th></th>'
+            f'<th class="nba-label-a" style="{_HEAD}">{esc(self.a.label)}</th>'
             f'<th class="nba-label-b" style="{_HEAD}">{esc(self.b.label)}</th></tr>'
         )
         table = (
-            '<table class="nba-compare-table" style="border-collapse:collapse;width:100%;table-layout:fixed">'
+            '<table class="nba-compare-table" style="border-collapse:collapse;width:100%;table-layout:fixed;'
+            'font-size:inherit;border:none">'
             '<colgroup><col style="width:7em"><col><col></colgroup>'
             f"{labels}{self._cells('Answer', self._answers_html)}{self._cells('Tools', self._tools_html)}"
             f"{self._cells('Reply', self._replies_html)}</table>"
         )
-        diff = (
-            f'<div style="margin-top:10px"><b>Final text</b> <span style="{MUTED}">(highlighted: what '
-            "only that branch says)</span></div>"
-            f"{diff_html(self.a.final_text, self.b.final_text, labels=(self.a.label, self.b.label))}"
-        )
-        ids = ids_details(
-            **{
-                f"{self.a.label} session": self.a.session_id,
-                f"{self.b.label} session": self.b.session_id,
-            }
+        note = (
+            f'<div style="{MUTED};margin-top:4px">Highlighted: the words only that reply says.</div>'
+            if self._diff is not None
+            else ""
         )
         box = (
             "border:1px solid var(--jp-border-color2,#ccc);border-radius:6px;padding:8px 12px;margin:4px 0;"
             "color:var(--jp-content-font-color1,#222);background:var(--jp-layout-color0,#fff);max-width:72em"
         )
-        return f'<div class="nba-compare" style="{box}">{head}{table}{diff}{ids}</div>'
+        return f'<div class="nba-compare" style="{box}">{head}{table}{note}</div>'
 
     def text(self) -> str:
         """The comparison in plain text."""
@@ -318,7 +365,7 @@ class Comparison:
         for branch in (self.a, self.b):
             lines.append(f"{branch.label}:")
             for ans in branch.answers:
-                ran = "the tool ran" if ans.ran else f"the model was told {_short(ans.value, 80)}"
+                ran = "ran" if ans.ran else f"did not run; the assistant was told: {told(ans.value)}"
                 lines.append(f"  {ans.name}: {ans.verb}" + ("" if ans.verb == "waiting" else f" ({ran})"))
             lines.append(f"  reply: {branch.final_text or '(none yet)'}")
         return "\n".join(lines)

@@ -3,9 +3,10 @@
 Models answer in markdown (lists, code blocks, tables). `markdown_html` renders
 it with markdown-it-py (CommonMark plus tables and strikethrough) with raw HTML
 *off*: an ``<img onerror=...>`` in a reply is shown as text. Links keep only
-the schemes ``http``, ``https`` and ``mailto`` (a ``javascript:`` link stays
-literal text) and open in a new tab without a referrer; images are not loaded
-(a reply cannot make the notebook fetch a tracking pixel). The block carries
+the schemes ``http``, ``https`` and ``mailto`` (`safe_url`, the one URL
+policy: a ``javascript:`` link stays literal text) and open in a new tab
+without a referrer; images are not loaded (a reply cannot make the notebook
+fetch a tracking pixel). The block carries
 the classes MathJax skips, so dollar amounts and ``\\style{...}`` stay as written.
 
 The parser is imported on the first render, so ``import nb_agents`` stays light.
@@ -15,15 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._html import NO_TYPESET, PRE, esc
+from ._html import NO_TYPESET, PRE, SAFE_SCHEMES, esc, safe_url
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
 __all__ = ["SAFE_SCHEMES", "markdown_html", "safe_link"]
-
-SAFE_SCHEMES = ("http://", "https://", "mailto:")
-"""The only link targets a rendered reply keeps."""
 
 _TEXT = "line-height:1.45;overflow-wrap:anywhere"
 
@@ -31,14 +29,13 @@ _parser: MarkdownIt | None = None
 
 
 def safe_link(url: str) -> bool:
-    """Whether a link may stay a link: an absolute http(s) or mailto URL.
+    """Whether a link may stay a link: the one URL policy, `nb_agents.render._html.safe_url`.
 
     Example:
         >>> safe_link("https://genkit.dev"), safe_link("javascript:alert(1)"), safe_link("/etc")
         (True, False, False)
     """
-    lowered = url.strip().lower()
-    return lowered.startswith(SAFE_SCHEMES) and not any(c in lowered for c in ("\n", "\r", "\t"))
+    return safe_url(url)
 
 
 def _make_parser() -> MarkdownIt:

@@ -6,8 +6,11 @@ question in prose (the pause data's ``summary``, ``question``, ``message``,
 ``details`` or ``prompt``, else the same keys of the input, else the tool's
 description), the model's own words that came with the call, and the
 arguments as labelled rows ("To account: savings"; labels from the schema's
-titles, else the field name in words). `summary_html` draws it, with the raw
-JSON behind a toggle; `changes_html` draws what an edit changed.
+titles, else the field name in words; each schema description beside its
+value as a hint; amounts in the currency the schema names: "$500.00").
+`summary_html` draws it, with the raw JSON behind a toggle; `changes_html`
+draws what an edit changed; `value_words` says a value on one line ("Success:
+yes · Transaction ID: txn-8"), as tool results are shown.
 """
 
 from __future__ import annotations
@@ -24,11 +27,27 @@ from ._html import MUTED, NO_TYPESET, badge, details, esc, pre
 from .deadline import deadline_html
 from .markdown import markdown_html
 
-__all__ = ["Summary", "changes", "changes_html", "humanize", "interrupt_summary", "label_for", "summary_html"]
+__all__ = [
+    "Summary",
+    "amount",
+    "changes",
+    "changes_html",
+    "humanize",
+    "interrupt_summary",
+    "label_for",
+    "summary_html",
+    "value_words",
+]
 
 QUESTION_KEYS = ("summary", "question", "message", "details", "prompt", "description")
 _ACRONYMS = {"id", "ids", "url", "uri", "api", "ip", "sql", "json", "html", "http", "pdf", "csv", "ssn"}
 _ROW = "padding:1px 12px 1px 0;vertical-align:top;text-align:left"
+_CURRENCIES = (
+    ("$", re.compile(r"\$|\bdollars?\b|\busd\b", re.I)),
+    ("€", re.compile(r"€|\beuros?\b|\beur\b", re.I)),
+    ("£", re.compile(r"£|\bpounds sterling\b|\bgbp\b", re.I)),
+)
+_CODES = {"USD": "$", "EUR": "€", "GBP": "£"}
 
 
 def humanize(name: str) -> str:
@@ -57,6 +76,35 @@ def label_for(name: str, prop: Any) -> str:
     return humanize(name)
 
 
+def _currency(prop: Any) -> str | None:
+    """The currency symbol a number's schema names (``format: "currency"`` or words in its
+    title or description: "in dollars", "USD", "€"), or None."""
+    if not isinstance(prop, dict) or prop.get("type") not in ("number", "integer"):
+        return None
+    code = prop.get("currency")
+    if isinstance(code, str) and code.upper() in _CODES:
+        return _CODES[code.upper()]
+    if prop.get("format") in ("currency", "money"):
+        return "$"
+    words = " ".join(str(prop.get(k) or "") for k in ("title", "description"))
+    return next((sym for sym, pattern in _CURRENCIES if pattern.search(words)), None)
+
+
+def amount(value: Any, prop: Any) -> Any:
+    """`value` as the amount its schema says it is ("$500.00"), else `value` unchanged.
+
+    Example:
+        >>> amount(500, {"type": "number", "description": "How much to move, in dollars"})
+        '$500.00'
+        >>> amount(500, {"type": "number"})
+        500
+    """
+    sym = _currency(prop)
+    if sym is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return f"{'-' if value < 0 else ''}{sym}{abs(value):,.2f}"
+
+
 @dataclass
 class Summary:
     """What a form leads with (see the module docstring)."""
@@ -71,6 +119,7 @@ class Summary:
     mcp: dict[str, Any] | None = None  # the MCP server, tool and annotations a pause comes from
     expires_at: str | None = None  # the pause's deadline (``metadata.expiresAt``), if it has one
     on_expiry: str | None = None  # what applies at the deadline, in words
+    asked: str = ""  # the question once answered ("The assistant asked to run ..."), if it differs
 
 
 def _prose(source: Any) -> tuple[str, str | None]:
@@ -102,10 +151,12 @@ def interrupt_summary(
     title = data.get("title") if isinstance(data.get("title"), str) else humanize(tr.name)
     question, _ = _prose(data)
     used: str | None = None
+    asked = ""
     if not question:
         question, used = _prose(tr.input)
     if not question and held:
         question = f"The assistant wants to run `{tr.name}`. It runs only once you approve."
+        asked = f"The assistant asked to run `{tr.name}`."
     if not question and description:
         question = description.strip()
     props = (input_schema or {}).get("properties") or {}
@@ -116,7 +167,7 @@ def interrupt_summary(
                 continue
             prop = props.get(key) if isinstance(props, dict) else None
             hint = prop.get("description", "") if isinstance(prop, dict) else ""
-            rows.append((label_for(key, prop), value, str(hint)))
+            rows.append((label_for(key, prop), amount(value, prop), str(hint)))
     elif tr.input is not None:
         rows.append(("Input", tr.input, ""))
     raw = {"input": tr.input, **({"pause data": data} if data else {})}
@@ -135,6 +186,7 @@ def interrupt_summary(
         origin,
         expires_at=deadline,
         on_expiry=describe(part, brief=True) if deadline else None,
+        asked=asked,
     )
 
 
@@ -160,28 +212,62 @@ def value_html(value: Any, depth: int = 0) -> str:
     return esc(value)
 
 
-def _tip(hint: str) -> str:
-    return f' title="{esc(hint)}"' if hint else ""
+def value_words(value: Any, limit: int = 120) -> str:
+    """A JSON value in words, on one line: text as is, yes/no, "Key: value · Key: value".
+
+    Example:
+        >>> value_words({"success": True, "transactionId": "txn-8"})
+        'Success: yes · Transaction ID: txn-8'
+        >>> value_words({"error": "The user denied it."})
+        'Error: The user denied it.'
+    """
+    if value is None:
+        text = "none"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        text = str(int(value))
+    elif isinstance(value, int | float | str):
+        text = str(value)
+    elif isinstance(value, dict):
+        text = " · ".join(f"{humanize(str(k))}: {value_words(v, limit)}" for k, v in value.items()) or "{}"
+    elif isinstance(value, list):
+        text = ", ".join(value_words(v, limit) for v in value) or "empty"
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def rows_html(rows: list[tuple[str, Any, str]], depth: int = 0) -> str:
-    """Labelled rows as a two-column table (label, value), hints as tooltips."""
+    """Labelled rows as a table (label, value), each hint (a schema description) beside its value."""
     if not rows:
         return ""
     body = "".join(
-        f'<tr><th style="{_ROW};font-weight:600"{_tip(hint)}>{esc(label)}</th>'
-        f'<td style="{_ROW}">{value_html(value, depth)}</td></tr>'
+        f'<tr style="background:none"><th style="{_ROW};font-weight:600">{esc(label)}</th>'
+        f'<td style="{_ROW}">{value_html(value, depth)}</td>'
+        + (f'<td style="{_ROW};{MUTED}">{esc(hint)}</td>' if hint else "")
+        + "</tr>"
         for label, value, hint in rows
     )
-    style = "border-collapse:collapse;margin:2px 0;line-height:1.4"
+    # as in a live form in a saved page too: no zebra rows, no smaller table font
+    style = "border-collapse:collapse;margin:2px 0;line-height:1.4;font-size:inherit;border:none"
     return f'<table class="nba-args {NO_TYPESET}" style="{style}">{body}</table>'
 
 
-def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") -> str:
-    """The summary as HTML: a badge and title, the question, the model's note, the arguments."""
+def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting", deadline: bool = True) -> str:
+    """The summary as HTML: a badge and title, the question, the model's note, the arguments.
+
+    Args:
+        summary: What to draw.
+        raw: Include the raw JSON, behind a toggle.
+        state: ``"waiting"``, or what became of the question (the badge: "approved", "denied",
+            "expired", ...; the question then reads in the past tense).
+        deadline: Include the deadline line of a waiting question (a live form ticks its own).
+    """
     tone, word = ("wait", "needs approval") if summary.kind == "approval" else ("wait", "needs an answer")
     if state != "waiting":
-        tone, word = {"approved": "ok", "denied": "no"}.get(state, "muted"), state
+        tone, word = {"approved": "ok", "denied": "no", "expired": "no"}.get(state, "muted"), state
     head = (
         f'<div style="font-size:110%;margin-bottom:2px">{badge(word, tone)}'
         f'<b class="{NO_TYPESET}">{esc(summary.title)}</b></div>'
@@ -189,8 +275,9 @@ def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") 
     parts = [head]
     if summary.mcp is not None:
         parts.append(mcp_html(summary.mcp))
-    if summary.question:
-        parts.append(markdown_html(summary.question, cls="nba-question"))
+    question = summary.asked if state != "waiting" and summary.asked else summary.question
+    if question:
+        parts.append(markdown_html(question, cls="nba-question"))
     if summary.note:
         quote = "border-left:3px solid var(--jp-border-color1,#bbb);padding-left:8px;margin:4px 0"
         parts.append(
@@ -198,7 +285,7 @@ def summary_html(summary: Summary, *, raw: bool = True, state: str = "waiting") 
             f"{markdown_html(summary.note)}</div>"
         )
     parts.append(rows_html(summary.rows))
-    if summary.expires_at and state == "waiting":
+    if summary.expires_at and state == "waiting" and deadline:
         parts.append(deadline_html(summary.expires_at, summary.on_expiry))
     if raw and summary.raw:
         parts.append(details(f'<span style="{MUTED}">Raw JSON</span>', pre(summary.raw), cls="nba-raw"))
@@ -231,7 +318,10 @@ def changes(old: Any, new: Any, schema: dict[str, Any] | None = None) -> list[tu
             continue
         top = props.get(path[0]) if path and isinstance(props, dict) else None
         label = " / ".join([label_for(path[0], top), *(humanize(p) for p in path[1:])]) if path else "Input"
-        out.append((label, None if a is missing else a, None if b is missing else b))
+        unit = top if len(path) == 1 else None
+        out.append(
+            (label, None if a is missing else amount(a, unit), None if b is missing else amount(b, unit))
+        )
     return out
 
 
@@ -240,7 +330,7 @@ def changes_html(rows: list[tuple[str, Any, Any]]) -> str:
     if not rows:
         return ""
     body = "".join(
-        f'<tr><th style="{_ROW};font-weight:600">{esc(label)}</th><td style="{_ROW}">'
+        f'<tr style="background:none"><th style="{_ROW};font-weight:600">{esc(label)}</th><td style="{_ROW}">'
         f'<s style="{MUTED}">{value_html(a)}</s> → <b>{value_html(b)}</b></td></tr>'
         for label, a, b in rows
     )
@@ -262,4 +352,4 @@ def mcp_html(mcp: dict[str, Any]) -> str:
     # an untrusted server's hints are its claims (MCP's spec): say so where they are shown
     claimed = "" if mcp.get("trusted", True) else "the server claims "
     tail = f" · {claimed}{marks}" if "annotations" in mcp else ""
-    return f'<div class="nba-mcp" style="{MUTED}">{where}{tail}</div>'
+    return f'<div class="nba-mcp {NO_TYPESET}" style="{MUTED}">{where}{tail}</div>'

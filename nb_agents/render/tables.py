@@ -84,17 +84,24 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_RULE_WORDS = {
-    "rule": "{action}ed by rule {rule}",
-    "rule-created": "session rule {rule} made",
-    "rule-revoked": "session rule {rule} revoked",
-}
+_SESSION_RULE = "always-"  # the id prefix of a rule made by "Approve always"
+
+
+def _rule_words(kind: str, answer: dict[str, Any]) -> str:
+    """A rule's answer in words (its id is an internal: the audit keeps it, the table does not)."""
+    always = str(answer.get("rule", "")).startswith(_SESSION_RULE)
+    if kind == "rule-created":
+        return "approved always (this session): runs without asking from now on"
+    if kind == "rule-revoked":
+        return "approve always revoked: asks again"
+    verb = "approved" if answer.get("action") == "allow" else "denied"
+    return f"{verb} by approve always (this session)" if always else f"{verb} by a rule"
 
 
 def audit_words(rec: AuditRecord) -> str:
     """The answer of a record in words: "approved", "denied: Not today.", "answered: {...}"."""
-    if rec.kind in _RULE_WORDS and isinstance(rec.answer, dict):
-        return _RULE_WORDS[rec.kind].format(action=rec.answer.get("action"), rule=rec.answer.get("rule"))
+    if rec.kind in ("rule", "rule-created", "rule-revoked") and isinstance(rec.answer, dict):
+        return _rule_words(rec.kind, rec.answer)
     verb = answer_verb(rec.kind, rec.answer)
     if verb == "approved" and isinstance(rec.answer, dict) and rec.answer.get("always") is True:
         verb = "approved always (this session)"
@@ -108,8 +115,11 @@ def audit_words(rec: AuditRecord) -> str:
             for k, v in rec.answer.items()
             if k not in ("approved", "toolApproved", "tool_approved", "error", "always")
         }
+        texts = [v for v in rest.values() if isinstance(v, str)]
         if isinstance(reason, str) and ": " in reason:
             extra = reason.split(": ", 1)[1]
+        elif len(rest) == 1 and len(texts) == 1 and verb != "answered":
+            extra = texts[0]  # the one text beside Deny (or Approve): the reason, as the form calls it
         elif rest:
             extra = ", ".join(f"{humanize(str(k))}: {_short(v, 40)}" for k, v in rest.items())
         elif verb == "answered":
@@ -121,15 +131,15 @@ def audit_words(rec: AuditRecord) -> str:
 
 
 def rules_bundle(rules: Sequence[SessionRule]) -> dict[str, str]:
-    """A session's approval rules as a table: which tool, since when, made by whom, the rule's id."""
+    """A session's approval rules as a table: which tool, since when, made by whom (ids stay internal)."""
     from .._display import static_mode
 
-    static = static_mode()  # times and ids change from run to run
-    head = ["Tool", "By"] if static else ["Tool", "Allowed since", "By", "Rule"]
+    static = static_mode()  # times change from run to run
+    head = ["Tool", "By"] if static else ["Tool", "Allowed since", "By"]
     rows, lines = [], ["\t".join(head)]
     for rule in rules:
         by = rule.created_by or ""
-        cells = [rule.tool, by] if static else [rule.tool, local_time(rule.created_at), by, rule.id]
+        cells = [rule.tool, by] if static else [rule.tool, local_time(rule.created_at), by]
         rows.append("<tr>" + "".join(f'<td style="{_CELL}">{esc(c)}</td>' for c in cells) + "</tr>")
         lines.append("\t".join(cells))
     if not rules:

@@ -17,7 +17,7 @@ from ..responses import AgentResponse
 from ..types import AgentOutput, Artifact, Message, Part
 from ._html import BOX, ERROR, MUTED, NO_TYPESET, badge, details, esc, ids_details, pre, to_json
 from .markdown import markdown_html
-from .summary import interrupt_summary, summary_html
+from .summary import interrupt_summary, summary_html, value_words
 
 __all__ = [
     "ROLE_NAMES",
@@ -79,8 +79,14 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def tool_result_html(request: Part | None, output: Any = _NO_RESULT, *, name: str = "") -> str:
-    """A tool call as one row (name, short result); input and result collapsed below."""
+def tool_result_html(
+    request: Part | None, output: Any = _NO_RESULT, *, name: str = "", toggle: bool = True
+) -> str:
+    """A tool call as one row: its name and its result in words ("→ Success: yes · ...").
+
+    With `toggle`, the raw input and result are collapsed below the row; a record
+    (which keeps them in its one "Details") shows the row alone.
+    """
     tr = request.tool_request if request is not None else None
     label = tr.name if tr is not None else name
     body = ""
@@ -89,12 +95,12 @@ def tool_result_html(request: Part | None, output: Any = _NO_RESULT, *, name: st
     if output is _NO_RESULT:
         tail = f'<span style="{MUTED}">no result yet</span>'
     else:
-        tail = f'<span style="{MUTED}">→ {esc(_short(output))}</span>'
+        tail = f'<span style="{MUTED}">→ {esc(value_words(output, 100))}</span>'
         body += f'<div style="{MUTED}">result</div>{pre(output)}'
-    if tr is not None and tr.ref:
-        body += f'<div style="{MUTED}">call ref <code>{esc(tr.ref)}</code></div>'
     name = f'<code class="{NO_TYPESET}">{esc(label)}</code>'
     summary = f'{badge("tool")}{name} <span class="{NO_TYPESET}">{tail}</span>'
+    if not toggle:
+        return f'<div class="nba-tool" style="margin:2px 0">{summary}</div>'
     return details(summary, body, cls="nba-tool")
 
 
@@ -160,7 +166,7 @@ def _part_text(part: Part) -> str:
         line = f"tool {tr.name}({_short(tr.input, 200)})"
         return line + (f" -> {_short(meta['pendingOutput'], 200)}" if "pendingOutput" in meta else "")
     if part.tool_response is not None:
-        return f"tool {part.tool_response.name} -> {_short(part.tool_response.output, 200)}"
+        return f"tool {part.tool_response.name} -> {value_words(part.tool_response.output, 200)}"
     return to_json(part.to_wire())
 
 
@@ -206,7 +212,9 @@ def turn_messages(out: AgentOutput) -> list[Message]:
     return [out.message] if out.message is not None else []
 
 
-def _turn_html(out: AgentOutput, tools: bool, interrupts: bool, known: Mapping[str, Any]) -> str:
+def _turn_html(
+    out: AgentOutput, tools: bool, interrupts: bool, known: Mapping[str, Any], toggle: bool = True
+) -> str:
     msgs = turn_messages(out)
     results = {
         (p.tool_response.name, p.tool_response.ref): p.tool_response.output
@@ -226,7 +234,8 @@ def _turn_html(out: AgentOutput, tools: bool, interrupts: bool, known: Mapping[s
             if p.tool_request is not None and not p.is_interrupt:
                 if tools:
                     found = results.get((p.tool_request.name, p.tool_request.ref), _NO_RESULT)
-                    rows.append(tool_result_html(p, (p.metadata or {}).get("pendingOutput", found)))
+                    pending = (p.metadata or {}).get("pendingOutput", found)
+                    rows.append(tool_result_html(p, pending, toggle=toggle))
             elif p.is_interrupt:
                 if last and paused and interrupts:
                     rows.append(interrupt_html(p, tools=known, note=note))
@@ -266,6 +275,7 @@ def output_html(
     known_tools: Mapping[str, Any] | None = None,
     box: bool = True,
     ids: bool = True,
+    toggles: bool = True,
 ) -> str:
     """A turn as HTML; the widgets leave out what they show themselves.
 
@@ -277,9 +287,10 @@ def output_html(
         known_tools: The agent's tools, for labels and descriptions.
         box: Draw the turn in a bordered box.
         ids: Include the collapsed "Details" (ids, finish reason).
+        toggles: Tool rows with their raw input and result collapsed below (a record: rows alone).
     """
     parts = [status_html(out) if status else ""]
-    parts.append(_turn_html(out, tools, interrupts, known_tools or {}))
+    parts.append(_turn_html(out, tools, interrupts, known_tools or {}, toggles))
     parts.append(_artifacts_html(out.artifacts or []))
     if out.error is not None:
         parts.append(error_html(out.error.status, out.error.message))

@@ -14,6 +14,7 @@ Fixtures:
     lab: per test, a new browser context and page as a `lab_driver.LabPage`;
         its kernels are shut down afterwards.
     dark_lab: the same, with JupyterLab's dark theme set in the user settings.
+    themed_lab: `lab` and `dark_lab` in turn (a test that takes it runs in both themes).
 
 When a test fails, a screenshot, the page's HTML and its console log are saved
 in tests/browser/artifacts/ (git-ignored) and the report names them.
@@ -121,6 +122,13 @@ def dark_lab(lab_server: LabServer, lab: LabPage) -> Iterator[LabPage]:
         yield lab
     finally:
         theme.unlink(missing_ok=True)
+
+
+@pytest.fixture(params=["light", "dark"])
+def themed_lab(request: pytest.FixtureRequest) -> LabPage:
+    """`lab` in the light theme, then `dark_lab`: the screens a test shoots, in both themes."""
+    page: LabPage = request.getfixturevalue("lab" if request.param == "light" else "dark_lab")
+    return page
 
 
 @pytest.hookimpl(wrapper=True)

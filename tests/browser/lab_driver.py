@@ -267,12 +267,11 @@ class LabPage:
         )
 
     def click_button(self, label: str, *, cell: int | None = None) -> None:
-        """Click the widget button labelled exactly `label` in an output (of `cell`, if given).
+        """Click the widget button named exactly `label` in an output (of `cell`, if given).
 
-        A button's icon (a Font Awesome glyph, drawn as CSS content) may lead its accessible name.
+        nb_agents' buttons are named by their words alone (no icon glyph leads the name).
         """
-        name = re.compile(rf"^\W*{re.escape(label)}$")
-        buttons = self._outputs(cell).get_by_role("button", name=name)
+        buttons = self._outputs(cell).get_by_role("button", name=label, exact=True)
         where = "the outputs" if cell is None else f"the output of cell {cell}"
         self._wait(lambda: buttons.first.wait_for(), f"no button '{label}' in {where}")
         if buttons.count() > 1:
@@ -322,15 +321,31 @@ class LabPage:
         self.page.goto(self.server.lab_url(path))
         self._wait(lambda: self.notebook.wait_for(), f"the notebook {path} did not open")
 
-    def shot(self, label: str, *, cell: int | None = None) -> Path | None:
-        """Save a reference screenshot when ``NB_AGENTS_SCREENSHOTS`` names a folder (else nothing)."""
+    def shot(self, label: str, *, cell: int | None = None, output: bool = False) -> Path | None:
+        """Save a reference screenshot when ``NB_AGENTS_SCREENSHOTS`` names a folder (else nothing).
+
+        With `output`, only the cell's output area (all of it, however tall), not its code.
+        """
         folder = os.environ.get("NB_AGENTS_SCREENSHOTS")
         if not folder:
             return None
         target = Path(folder) / f"{self.name}-{label}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         time.sleep(0.5)  # let the last render settle
-        (self.cell(cell) if cell is not None else self.page).screenshot(path=str(target))
+        if cell is not None and output:
+            area = self.cell(cell).locator(".jp-Cell-outputArea")
+            size = self.page.viewport_size
+            box = area.bounding_box()
+            tall = size is not None and box is not None and box["height"] + 200 > size["height"]
+            if tall and size is not None and box is not None:  # the whole output on one screen
+                self.page.set_viewport_size({"width": size["width"], "height": int(box["height"]) + 300})
+                time.sleep(0.5)
+            area.scroll_into_view_if_needed()
+            area.screenshot(path=str(target))
+            if tall and size is not None:
+                self.page.set_viewport_size(size)
+        else:
+            (self.cell(cell) if cell is not None else self.page).screenshot(path=str(target))
         return target
 
     def wait_for_output(self, text: str, *, cell: int | None = None) -> Locator:

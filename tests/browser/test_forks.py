@@ -1,9 +1,10 @@
-"""Forks in JupyterLab (notebooks/forks.ipynb): two continuations side by side, "Try another answer".
+"""Forks in JupyterLab (notebooks/forks.ipynb): two continuations side by side, flat.
 
 Cell 7 shows `compare(yes, no)`: the pause both branches continue from, then
 one column per branch. Cell 11 is a live form: approve it, click "Try another
-answer", deny the fork's fresh form, and the two continuations appear side by
-side under it.
+answer", deny the fork's fresh form, and the two answers appear side by side
+under the question, asked once: one table, no card inside a card, one "Try
+another answer" button, the denial in words (not JSON). Shot in both themes.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ def _side_by_side(lab: LabPage, cell: int) -> None:
     assert box_a["width"] > 150 and box_b["width"] > 150  # each column wide enough to read
 
 
-def _shot_of_comparison(lab: LabPage, cell: int, label: str) -> None:
-    """A screenshot of the last comparison in `cell` alone (scrolled into view), when screenshots are on."""
+def _shot_of(lab: LabPage, cell: int, selector: str, label: str) -> None:
+    """A screenshot of the last `selector` in `cell` alone (scrolled into view), when screenshots are on."""
     folder = os.environ.get("NB_AGENTS_SCREENSHOTS")
     if not folder:
         return
-    view = lab.cell(cell).locator(".jp-Cell-outputArea .nba-compare").last
+    view = lab.cell(cell).locator(f".jp-Cell-outputArea {selector}").last
     view.scroll_into_view_if_needed()
     view.screenshot(path=str(Path(folder) / f"{lab.name}-{label}.png"))
 
@@ -44,17 +45,20 @@ def test_the_side_by_side_view_reads_at_a_glance(lab: LabPage) -> None:
     lab.open_notebook(NOTEBOOKS / "forks.ipynb")
     lab.run_all()
     shown = lab.wait_for_output("Both continue from this pause", cell=COMPARE).inner_text()
-    for words in ("Original", "Fork", "approved", "denied", "the tool ran", "no tool ran", "Final text"):
+    for words in ("Original", "Fork", "approved", "denied", "transferMoney ran", "no tool ran"):
         assert words in shown, shown
     assert "Done: sent $500 to savings." in shown and "The $500 stays in checking." in shown
+    assert "the assistant was told: “The user denied it: not this month.”" in shown, shown
+    assert '"error"' not in shown and "{" not in shown  # the denial in words, not JSON
     _side_by_side(lab, COMPARE)
     out = lab.cell(COMPARE).locator(".jp-Cell-outputArea")
-    assert out.locator(".nba-diff del").count() >= 1 and out.locator(".nba-diff ins").count() >= 1
+    assert out.locator("details").count() == 0  # flat: nothing folded away
     assert out.locator("mjx-container, .MathJax").count() == 0  # "$500 ... $500" is never typeset
-    lab.shot("compare", cell=COMPARE)
+    lab.shot("compare", cell=COMPARE, output=True)
 
 
-def test_try_another_answer_forks_the_pause_and_shows_both_branches(lab: LabPage) -> None:
+def test_try_another_answer_compares_the_two_answers_flat(themed_lab: LabPage) -> None:
+    lab = themed_lab
     lab.open_notebook(NOTEBOOKS / "forks.ipynb")
     lab.run_all()
     lab.wait_for_output("Transfer money", cell=FORM)
@@ -62,12 +66,23 @@ def test_try_another_answer_forks_the_pause_and_shows_both_branches(lab: LabPage
     lab.wait_for_output("transferMoney ran", cell=FORM)
 
     lab.click_button("Try another answer", cell=FORM)
-    lab.wait_for_output("Another answer", cell=FORM)
-    lab.shot("forked", cell=FORM)
+    lab.wait_for_output("the same question, answered anew", cell=FORM)
+    out = lab.cell(FORM).locator(".jp-Cell-outputArea")
+    # the fork's form sits below the record, with no "Try another answer" of its own
+    assert out.get_by_role("button", name="Try another answer", exact=True).count() == 0
+    lab.shot("forked", cell=FORM, output=True)
     lab.click_button("Deny", cell=FORM)  # the fork's fresh form: the original's is a record now
 
-    shown = lab.wait_for_output("This answer", cell=FORM).inner_text()
-    assert "Done: sent $500 to savings." in shown and "The $500 stays in checking." in shown, shown
+    shown = lab.wait_for_output("First answer", cell=FORM).inner_text()
+    assert "Another answer" in shown and "Done: sent $500 to savings." in shown, shown
+    assert "The $500 stays in checking." in shown and "Error" not in shown, shown
+    assert "the assistant was told: “The user denied the call to 'transferMoney'.”" in shown, shown
     _side_by_side(lab, FORM)
-    assert "Error" not in shown
-    _shot_of_comparison(lab, FORM, "another-answer")
+    # flat: one table, the question once, no view nested in a view, one button, one toggle
+    assert out.locator(".nba-compare").count() == 1
+    assert out.locator(".nba-turn-view .nba-turn-view").count() == 0
+    assert shown.count("Transfer money") == 1
+    assert out.get_by_role("button", name="Try another answer", exact=True).count() == 1
+    assert out.locator("details").count() <= 1
+    lab.shot("compared", cell=FORM, output=True)
+    _shot_of(lab, FORM, ".nba-compare", "compared-table")

@@ -37,9 +37,11 @@ def test_a_form_reads_as_a_summary_and_approving_updates_its_status(lab: LabPage
     # the question in prose, the model's own words, labelled arguments; no raw JSON in sight
     for words in ("Transfer $500.00 from checking to savings", "The assistant wrote", "please confirm"):
         assert words in shown, shown
-    assert re.search(r"To account\s+savings", shown) and re.search(r"Amount\s+500", shown), shown
+    # the amount as its schema says (dollars), each description beside its value as a hint
+    assert re.search(r"To account\s+savings", shown) and re.search(r"Amount\s+\$500\.00", shown), shown
+    assert "How much to move, in dollars" in shown, shown
     assert "Toaccount" not in shown and '"toAccount"' not in shown and "Raw JSON" in shown
-    assert shown.index("Amount") < shown.index("Approve") and "Deny" in shown and "Feedback" in shown
+    assert shown.index("Amount") < shown.index("Approve") and "Deny" in shown and "Reason" in shown
     lab.shot("form", cell=7)
 
     lab.click_button("Approve", cell=7)
@@ -67,7 +69,7 @@ def test_editing_the_arguments_approves_with_changes(lab: LabPage) -> None:
 
     done = lab.wait_for_output("ran with your changes", cell=cell).inner_text()
     assert re.search(rf"Approved (by \S+ )?at {TIME} · transferMoney ran with your changes", done), done
-    assert re.search(r"Amount\s+5000\s*→\s*500", done), done
+    assert re.search(r"Amount\s+\$5,000\.00\s*→\s*\$500\.00", done), done
     lab.shot("approved-with-changes", cell=cell)
 
 

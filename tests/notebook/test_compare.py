@@ -59,7 +59,7 @@ def _cell(html: str, cls: str, row: int) -> str:
     return cells[row]
 
 
-async def test_the_two_branches_show_their_answers_tools_replies_and_a_diff() -> None:
+async def test_the_two_branches_show_their_answers_tools_and_replies_flat() -> None:
     yes, no, ran = await _branches()
     assert ran == [500]
     view = compare(yes, no)
@@ -68,23 +68,48 @@ async def test_the_two_branches_show_their_answers_tools_replies_and_a_diff() ->
     assert [(a.name, a.verb, a.ran) for a in view.b.answers] == [("transferMoney", "denied", False)]
     html = view._repr_mimebundle_()["text/html"]
     # answers, tools and replies, each in its branch's column
-    assert "approved" in _cell(html, "nba-branch-a", 0) and "the tool ran" in _cell(html, "nba-branch-a", 0)
-    assert "denied" in _cell(html, "nba-branch-b", 0) and "did not run" in _cell(html, "nba-branch-b", 0)
+    assert "approved" in _cell(html, "nba-branch-a", 0) and "</code> ran" in _cell(html, "nba-branch-a", 0)
+    told = _cell(html, "nba-branch-b", 0)
+    assert "denied" in told and "</code> did not run" in told
+    # what the model was told, in words: the message, not a JSON object
+    assert "the assistant was told: “The user denied the call to &#x27;transferMoney&#x27;.”" in told
+    assert "{" not in told and "&quot;error&quot;" not in told
     assert "transferMoney" in _cell(html, "nba-branch-a", 1) and "sent 500" in _cell(html, "nba-branch-a", 1)
     assert "no tool ran" in _cell(html, "nba-branch-b", 1)
     assert "Sent $500 to bob." in _cell(html, "nba-branch-a", 2)
     assert "Cancelled: nothing was sent to bob." in _cell(html, "nba-branch-b", 2)
-    # the final texts' diff: each text with the words only it says highlighted
-    (row_a,) = re.findall(r'<tr class="nba-diff-a">(.*?)</tr>', html, flags=re.S)
-    (row_b,) = re.findall(r'<tr class="nba-diff-b">(.*?)</tr>', html, flags=re.S)
-    assert re.findall(r"<del[^>]*>(.*?)</del>", row_a)[0] == "Sent $500"
-    assert re.findall(r"<ins[^>]*>(.*?)</ins>", row_b) == ["Cancelled: nothing was sent"]
-    assert "<ins" not in row_a and "<del" not in row_b
-    assert " to bob" in re.sub(r"<(del|ins)[^>]*>.*?</\1>", "", row_a)
+    # flat: one table, no toggles, no ids; replies that differ throughout are not "diffed"
+    assert (
+        "<details" not in html and "session" not in html and html.count("<table") == 2
+    )  # the arguments, and the branches
+    assert "<del" not in html and "<ins" not in html
     # model and tool text is escaped everywhere: no tag of theirs survives
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     text = view._repr_mimebundle_()["text/plain"]
-    assert "Original:" in text and "transferMoney: denied" in text
+    assert (
+        "Original:" in text and "transferMoney: denied (did not run; the assistant was told: The user" in text
+    )
+
+
+def test_replies_that_differ_in_a_few_words_have_those_words_highlighted() -> None:
+    from nb_agents.render.compare import Branch, Comparison
+
+    def msg(role: str, text: str) -> nba.Message:
+        return nba.Message.model_validate({"role": role, "content": [{"text": text}]})
+
+    ask = msg("user", "move it")
+    close = Comparison(
+        Branch("A", [ask, msg("model", "Sent $500 to savings today.")]),
+        Branch("B", [ask, msg("model", "Sent $250 to savings today.")]),
+    ).html()
+    assert re.findall(r"<del[^>]*>(.*?)</del>", close) == ["$500"]
+    assert re.findall(r"<ins[^>]*>(.*?)</ins>", close) == ["$250"]
+    assert "Highlighted: the words only that reply says." in close
+    apart = Comparison(
+        Branch("A", [ask, msg("model", "Done: sent $500 to savings. Your savings grow.")]),
+        Branch("B", [ask, msg("model", "Nothing was sent (you said no). The $500 stays in checking.")]),
+    ).html()
+    assert "<del" not in apart and "<ins" not in apart and "Highlighted" not in apart
 
 
 async def test_labels_and_chats() -> None:
@@ -107,7 +132,7 @@ def test_diff_html_escapes_and_marks_words() -> None:
 
 # -- "Try another answer" on an answered form ------------------------------------------------
 async def test_try_another_answer_forks_the_pause_and_compares_the_branches() -> None:
-    from widget_helpers import html_of
+    from widget_helpers import html_of, widgets_of
 
     from nb_agents.notebook import TurnView
 
@@ -147,12 +172,21 @@ async def test_try_another_answer_forks_the_pause_and_compares_the_branches() ->
     assert branch.state == "done" and ran == [500]  # denied in the fork: the tool did not run again
     assert len(panel.comparisons) == 1
     shown = html_of(panel)
-    assert "This answer" in shown and "Another answer" in shown and "nba-compare" in shown
+    assert "First answer" in shown and "Another answer" in shown and "nba-compare" in shown
     assert "<img" not in shown
-    # the record a saved notebook keeps holds the fork and the comparison too
+    # flat: the fork's form gave way to the table; one button, no card in a card, one toggle
+    assert [type(w).__name__ for w in panel.box.children] == ["HTML"]
+    assert [w for w in widgets_of(view) if isinstance(w, TurnView)] == [view]
+    buttons = [w for w in widgets_of(view) if getattr(w, "description", "") == "Try another answer"]
+    assert buttons == [panel.button] and panel.button.layout.display is None
+    assert html_of(view).count("<details") == 1  # the record's raw JSON, nothing else
+    assert html_of(view).count("Transfer money") == 1  # the question, once
+    # the record a saved notebook keeps holds the comparison too
     record = view.record_html()
     assert "Another answer" in record and "nba-compare" in record and "<img" not in record
+    assert record.count("<details") == 1
     # a second try makes a second fork
     panel.button.click()
     assert (await panel.task) is not None and len(panel.branches) == 2
+    assert panel.button.layout.display == "none"  # until that fork is answered
     assert len(await agent.forks(paused.session_id or "")) == 2

@@ -1,13 +1,16 @@
-"""The form of a pause with a deadline says how long is left and what happens then (issue 15, item 2)."""
+"""The form of a pause with a deadline: a countdown, then the record of what its default did.
+
+(issue 15, item 2; issue 24, item 3)"""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import ipywidgets as widgets
 import pytest
 from helpers import text_response, tool_call_response
-from widget_helpers import html_of
+from widget_helpers import html_of, widgets_of
 
 import nb_agents as nba
 from nb_agents.notebook import TurnView
@@ -29,30 +32,100 @@ def gated(**deadline: object) -> nba.Agent:
     )
 
 
-async def test_the_form_shows_the_time_left_and_the_default_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
-    agent = gated(expires_in=timedelta(hours=1), on_expiry="<script>alert(1)</script> nobody approved")
-    res = await agent.chat().send("pay")
-    shown = html_of(TurnView(res).forms[0])
-    assert "Expires</span>" in shown and "in 59 min (at " in shown
-    assert "then denied (&quot;&lt;script&gt;alert(1)&lt;/script&gt; nobody approved&quot;)" in shown
-    assert "<script>" not in shown
-
-
-async def test_an_expired_form_says_so_and_an_answer_from_it_is_refused(
+async def test_the_form_ticks_its_deadline_and_its_record_says_it_escaped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
-    agent = gated(expires_in=0.2)
+    evil = "<script>alert(1)</script> nobody approved"
+    agent = gated(expires_in=timedelta(hours=1), on_expiry=evil)
+    res = await agent.chat().send("pay")
+    view = TurnView(res)
+    form = view.forms[0]
+    # the live line is a countdown the browser ticks (text set with textContent, never parsed)
+    assert form.countdown is not None and form.countdown in form.children
+    assert form.countdown.deadline == res.interrupts[0].part.metadata["expiresAt"]
+    assert form.countdown.then == f'denied ("{evil}")'
+    assert "Expires" not in html_of(form)  # the head leaves the deadline to the countdown
+    # what a saved notebook keeps: the deadline as of its rendering, escaped
+    shown = view._static_bundle()["text/html"]
+    assert "Expires</span>" in shown and "in 59 min (at " in shown
+    assert "then denied (&quot;&lt;script&gt;alert(1)&lt;/script&gt; nobody approved&quot;)" in shown
+    assert "<script>" not in shown
+    assert view.deadline_task is not None and not view.deadline_task.done()  # set for the deadline
+    view.deadline_task.cancel()
+
+
+def _expired_record(view: TurnView) -> str:
+    assert view.state == "done", view.state
+    shown = html_of(view)
+    assert "Nobody answered in time: expired at " in shown and ", denied: too late" in shown
+    assert view.outcome.startswith("Expired at ") and "transfer did not run" in view.outcome
+    assert "over" in shown  # the turn the default ran: the model's reply
+    assert not any(isinstance(w, widgets.Button) and w.layout.display != "none" for w in widgets_of(view))
+    assert "FAILED_PRECONDITION" not in shown and "Waiting for" not in shown
+    return shown
+
+
+async def test_when_the_countdown_ends_the_form_becomes_the_record_of_its_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
+    agent = gated(expires_in=0.2, on_expiry="too late")
+    res = await agent.chat().send("pay")
+    view = TurnView(res)
+    assert view.deadline_task is not None
+    view.deadline_task.cancel()  # the browser's countdown tells the kernel here, not the timer
+    await asyncio.sleep(0.4)
+    assert view.state == "waiting"  # nothing read the session yet: the default is not applied
+    form = view.forms[0]
+    assert form.countdown is not None
+    form.countdown.expire()  # what the browser sends when its countdown reaches the deadline
+    for _ in range(50):
+        if view.settled:
+            break
+        await asyncio.sleep(0.02)
+    _expired_record(view)
+    record = view._static_bundle()
+    assert "Nobody answered in time" in record["text/html"] and "Expired" in record["text/plain"]
+    [audit] = await agent.audit(res.session_id or "")
+    assert audit.kind == "expired"
+
+
+async def test_the_kernel_timer_applies_the_default_when_no_countdown_is_on_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
+    agent = gated(expires_in=0.3, on_expiry="too late")
+    view = TurnView(await agent.chat().send("pay"))
+    assert view.deadline_task is not None
+    await view.deadline_task
+    _expired_record(view)
+
+
+async def test_an_answer_after_the_deadline_shows_what_the_default_did_not_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
+    agent = gated(expires_in=0.2, on_expiry="too late")
     res = await agent.chat().send("pay")
     await asyncio.sleep(0.4)
     view = TurnView(res)
-    form = view.forms[0]
-    assert "Expired</span>" in html_of(form) and ": denied; an answer is no longer taken" in html_of(form)
-    form.approve_button.click()
+    assert view.deadline_task is not None
+    view.deadline_task.cancel()
+    view.forms[0].approve_button.click()  # too late: the engine applies the default and refuses it
     assert view.task is not None
     assert await view.task is None
-    assert "expired at" in html_of(view) and "FAILED_PRECONDITION" in html_of(view)
+    _expired_record(view)
+
+
+async def test_an_approving_default_runs_the_tool_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
+    agent = gated(expires_in=0.2, on_expiry=nba.Expiry.approve())
+    view = TurnView(await agent.chat().send("pay"))
+    assert view.deadline_task is not None
+    await view.deadline_task
+    assert view.state == "done" and "transfer ran" in view.outcome, view.outcome
+    assert "Nobody answered in time: expired at " in html_of(view) and "approved" in html_of(view)
 
 
 def test_static_mode_shows_no_times(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,6 +4,7 @@ message, as JupyterLab sends it) resumes the turn on the kernel's own loop."""
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,20 @@ def test_pending_in_a_sync_cell(kernel: Kernel) -> None:
     )
     assert out.strip() == "True"
     assert kernel.printed("await waiting.task\nprint(len(waiting.views))").strip() == "1"
+
+
+def test_a_form_answered_by_a_later_cell_stops_asking(kernel: Kernel) -> None:
+    """Run All: a cell shows the form, a later cell answers it in code; the form becomes its record."""
+    [(_, shown)] = [o for o in kernel.run(SETUP) if o[0] == "display_data"]
+    display_id = shown["transient"]["display_id"]
+    kernel.run("later = await res.chat.resume(respond=[res.interrupts[0].respond({'approved': True})])")
+    # after that cell, the form re-read the audit and replaced its output with its record
+    deadline = time.monotonic() + 60
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        content = msg["content"]
+        if msg["msg_type"] == "update_display_data" and content["transient"]["display_id"] == display_id:
+            break
+    assert "application/vnd.jupyter.widget-view+json" not in content["data"]  # no live buttons left
+    assert "Already answered (approved" in content["data"]["text/html"]
+    assert kernel.printed("print(later.text)").strip() == "done in the kernel"

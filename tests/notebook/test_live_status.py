@@ -121,11 +121,13 @@ async def test_a_reason_beside_deny_reaches_the_model_and_the_record() -> None:
     agent, ran = bank(MOVE, text_response("ok"))
     view = TurnView(await agent.chat().send("move it"))
     form = view.forms[0]
-    assert form.reason is not None and form.reason.widget.description == "Feedback"
+    # the one text beside Deny is "Reason" wherever it comes from (here the schema's `feedback`)
+    assert form.reason is not None and form.reason.widget.description == "Reason"
     form.reason.widget.value = "not today"
     form.deny_button.click()
     await view.task
     assert ran == [(500.0, False, "not today")] and "not today" in view.record_html()
+    assert "Reason" in view.record_html() and "Feedback" not in view.record_html()
 
 
 @pytest.mark.parametrize(
@@ -300,7 +302,8 @@ async def test_by_default_the_answerer_is_the_hub_user_or_the_local_user(
     view = TurnView(res)
     view.forms[0].approve_button.click()
     await view.task
-    assert view.outcome.startswith("Approved by ana at"), view.outcome
+    # the person at this notebook reads "you"; the audit keeps their name
+    assert view.outcome.startswith("Approved by you at"), view.outcome
     [record] = await agent.audit(res.session_id)  # type: ignore[arg-type]
     assert (record.answered_by, record.claimed_by) == ("ana", "ana")  # in-process: no principal to trust more
     monkeypatch.delenv("JUPYTERHUB_USER")

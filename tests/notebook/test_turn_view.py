@@ -136,7 +136,7 @@ async def test_deny_with_feedback() -> None:
     agent, model, _ = make(ASK, text_response("Cancelled."))
     view, res = await paused(agent)
     form = view.forms[0]
-    control(form.reply.widget, "Feedback").value = "too much"
+    control(form.reply.widget, "Reason").value = "too much"
     form.deny_button.click()
     await view.task
     expected = res.interrupts[0].respond(Reply(approved=False, feedback="too much"))
