@@ -64,6 +64,7 @@ SCHEMA_VERSION = 2
 CHANNEL = "nb_agents_changes"
 _MAX_PAYLOAD = 7999  # bytes: NOTIFY's limit is 8000
 _ID_LOCKS = 0x6E626964  # first key of pg_advisory_xact_lock(int, int) for one snapshot id: b"nbid"
+_READ_ATTEMPTS = 3  # outside a transaction; then in one
 SCHEMA = (
     # seq orders rows by insertion and is what a row's base points at: a base
     # is always an older row (base_seq < seq), so the chain cannot loop. Ids and
@@ -170,12 +171,27 @@ class PgRows:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []
+        # (id, seq, rev, the row as read or written): what the store remembers once this is over
+        self.seen: list[tuple[str, int, int, SessionSnapshot]] = []
         self._loaded: dict[str, _Row | None] = {}  # the rows `load` locked, for `write`
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
-        row: _Row | None = self.conn.execute(_BY_ID, (snapshot_id,)).fetchone()
-        return self._decode(row) if row is not None else None
+        """The row; outside a transaction too (autocommit): a row whose history takes a
+        second query is read again when it changed in between, so both are of one version."""
+        for _ in range(_READ_ATTEMPTS):
+            row: _Row | None = self.conn.execute(_BY_ID, (snapshot_id,)).fetchone()
+            if row is None:
+                return None
+            try:
+                snap = self._decode(row)
+            except _RowChangedError:
+                continue
+            self.seen.append((snapshot_id, row[0], row[1], snap))
+            return snap
+        with self.conn.transaction():  # rewritten at every look: read it in one snapshot
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False)
+            return self.get(snapshot_id)
 
     def load(self, snapshot_id: str) -> SessionSnapshot | None:
         # the id's lock covers a row that does not exist yet: two first saves serialize
@@ -239,6 +255,13 @@ class PgRows:
                 self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
         if messages is not None:
             self.written.append((seq, rev, messages))
+        written = self._with_session(new, row, current)
+        self.seen.append((snapshot_id, seq, rev, written))
+        return written
+
+    def _with_session(
+        self, new: SessionSnapshot, row: _Row | None, current: SessionSnapshot | None
+    ) -> SessionSnapshot:
         if new.session_id is None:
             return new
         # the session's agent and owner: as the loaded row read them, unless this row sets one
@@ -321,12 +344,20 @@ class PgRows:
         return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(row), row[7], row[8])
 
     def _messages(self, row: _Row) -> list[Message]:
-        """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
-        return history(
-            self.cache,
-            row[0],
-            row[1],
-            row[4] is not None,
-            row[6],
-            lambda: self.conn.execute(_CHAIN, (row[0],)),
-        )
+        """A row's whole history: its base chain in one recursive query, from the nearest cached row.
+
+        Raises `_RowChangedError` when the chain starts at another revision of the row than
+        `row` (outside a transaction, a write came in between).
+        """
+
+        def chain() -> list[tuple[int, int, int, Any]]:
+            links = self.conn.execute(_CHAIN, (row[0],)).fetchall()
+            if not links or (links[0][0], links[0][1]) != (row[0], row[1]):
+                raise _RowChangedError(row[0])
+            return links
+
+        return history(self.cache, row[0], row[1], row[4] is not None, row[6], chain)
+
+
+class _RowChangedError(Exception):
+    """The row was written between reading it and reading its history: read it again."""
