@@ -62,21 +62,24 @@ def drive(server: Server, clients: int, cycles: int, sse: str, tag: str) -> dict
     return out
 
 
-def per_cycle(counts: dict[str, Any], before_tx: int, cycles: int) -> dict[str, Any]:
-    """Statements and transactions of one measurement, in all and per cycle."""
+def per_cycle(counts: dict[str, Any], before: dict[str, Any], cycles: int) -> dict[str, Any]:
+    """Statements, transactions and new connections of one measurement, in all and per cycle."""
     stmts: dict[str, int] = counts["statements"]
     control = sum(n for q, n in stmts.items() if q.lstrip().upper().startswith(TX_CONTROL))
     total = sum(stmts.values())
-    tx = counts["transactions"] - before_tx
+    tx = counts["transactions"] - before["transactions"]
+    conns = counts["connections"] - before["connections"]
     return {
         "cycles": cycles,
         "statements": total,
         "statements_without_begin_commit": total - control,
         "transactions": tx,
+        "connections_opened": conns,
         "per_cycle": {
             "statements": round(total / cycles, 2),
             "statements_without_begin_commit": round((total - control) / cycles, 2),
             "transactions": round(tx / cycles, 2),
+            "connections_opened": round(conns / cycles, 3),
         },
         "by_statement": [
             {"calls": n, "per_cycle": round(n / cycles, 2), "query": " ".join(q.split())[:300]}
@@ -101,7 +104,7 @@ def measure(pg: s5_pg.Postgres, kind: str, work: str, clients: int, cycles: int)
         plan.append((f"{clients}x{cycles}_cycles_concurrent", clients, cycles, "half"))
         for label, n_clients, n_cycles, sse in plan:
             time.sleep(FLUSH_S)
-            before = pg.counts(db)["transactions"]
+            before = pg.counts(db)
             pg.reset_counts()
             load = drive(server, n_clients, n_cycles, sse, label.split("_")[0] + sse)
             completed += load["completed_cycle_ids"]
@@ -124,7 +127,7 @@ def brief(m: dict[str, Any]) -> str:
     return (
         f"{m['cycles']} cycle(s): {pc['statements']} statements/cycle "
         f"({pc['statements_without_begin_commit']} without BEGIN/COMMIT), "
-        f"{pc['transactions']} transactions/cycle"
+        f"{pc['transactions']} transactions/cycle, {pc['connections_opened']} connections opened/cycle"
     )
 
 
@@ -137,8 +140,11 @@ def run(kinds: list[str], clients: int, cycles: int) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix="nb-pgcount-")
     result: dict[str, Any] = {"status": "ok", "postgres": f"PostgreSQL {pg.version}", "kinds": {}}
     result["method"] = (
-        "pg_stat_statements (track=all, utility statements included) and pg_stat_database "
-        "xact_commit + xact_rollback deltas, read from the postgres database after every backend flushed"
+        "pg_stat_statements (track=all, utility statements included: but PostgreSQL 15 does not count a "
+        "BEGIN/COMMIT that the client sent as a prepared statement, which psycopg does from a "
+        "connection's 6th use of one, as the store did before issue 23) and pg_stat_database "
+        "deltas (xact_commit + xact_rollback; sessions: connections opened), read from the postgres "
+        "database after every backend flushed"
     )
     try:
         for kind in kinds:

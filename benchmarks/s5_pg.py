@@ -37,7 +37,12 @@ def _test_helper() -> ModuleType:
     return sys.modules[name]
 
 
-COUNTING = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+# autovacuum off: its workers' transactions would count as the benchmark's (the database is small)
+COUNTING = {
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "all",
+    "autovacuum": "off",
+}
 
 
 class Postgres:
@@ -92,20 +97,25 @@ class Postgres:
         self._admin("SELECT pg_stat_statements_reset()")
 
     def counts(self, dbname: str) -> dict[str, Any]:
-        """Statements since `reset_counts` in `dbname` (calls by normalized text) and its transactions
-        so far (committed + rolled back, as the database's statistics hold them once flushed)."""
+        """Statements since `reset_counts` in `dbname` (calls by normalized text), and its transactions
+        (committed + rolled back) and connections (sessions) so far, as its statistics hold them once
+        flushed."""
         rows = self._admin(
             "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
             "WHERE d.datname = %s ORDER BY s.calls DESC, s.query",
             (dbname,),
         )
         xact = self._admin(
-            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s", (dbname,)
+            "SELECT xact_commit + xact_rollback, sessions FROM pg_stat_database WHERE datname = %s", (dbname,)
         )
         statements: dict[str, int] = {}
         for query, calls in rows:  # one text may have several entries (per user, top level or not)
             statements[query] = statements.get(query, 0) + int(calls)
-        return {"statements": statements, "transactions": int(xact[0][0]) if xact else 0}
+        return {
+            "statements": statements,
+            "transactions": int(xact[0][0]) if xact else 0,
+            "connections": int(xact[0][1]) if xact else 0,
+        }
 
     def store_url(self) -> str:
         """A new, empty database, as ``postgresql://`` for ``nb-agents serve --store``."""

@@ -14,10 +14,10 @@ timer or read of its own. It reads a row
 * when the store says the row may have changed (its ``on_change`` callback:
   a save in this process, or PostgreSQL's NOTIFY from any process), unless
   the turn has finished by then (its own final write is such a change);
-* once a poll interval after the watch began (a change the store may have
-  told before the watch listened), and then every poll interval for a store
-  that cannot tell of other processes' saves (SQLite, files), or with each
-  heartbeat for one that can;
+* a poll interval after the watch began, and then every poll interval, for a
+  store that cannot tell of other processes' saves (SQLite, files); for one
+  that can (PostgreSQL), once a second after it began (a change told before
+  the watch listened), then with each heartbeat;
 
 and saves its heartbeat every ``store.heartbeat_interval``. A store without
 ``on_change`` (a third-party one) is read every poll interval. Tasks started
@@ -39,6 +39,10 @@ from ..types import SessionSnapshot
 __all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
 
 log = logging.getLogger("nb_agents.engine")
+
+# Seconds before the one read of a row whose store tells of every process's saves: only a
+# change told before the watch listened can be missed (an abort within moments of the claim)
+_FIRST_READ_NOTICED = 1.0
 
 # Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
 _BACKGROUND: set[asyncio.Task[Any]] = set()
@@ -128,7 +132,8 @@ class _Watcher:
 
     def watch(self, snapshot_id: str, done: asyncio.Event, on_abort: Callable[[], None]) -> None:
         now = self.loop.time()
-        row = _Row(snapshot_id, done, on_abort, now + self.poll, now + self.interval)
+        first = self.poll if not self.notices else max(self.poll, _FIRST_READ_NOTICED)
+        row = _Row(snapshot_id, done, on_abort, now + first, now + self.interval)
         old = self.rows.pop(snapshot_id, None)
         if old is not None and old.stop is not None:
             old.stop()

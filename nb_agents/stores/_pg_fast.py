@@ -20,7 +20,7 @@ general path would read, and the statement checks that it still holds:
   SKIP LOCKED`` in the statement, and still at that revision;
 * the session row is upserted from the written row (a CTE on its
   ``RETURNING``), the audit records inserted only when the row was, and an
-  end of a pending row's run notifies, in the same statement;
+  abort of a pending row's run notifies, in the same statement;
 * a claim inserts itself ``ON CONFLICT DO NOTHING`` and, only when it did,
   its child's pending row: the first claim wins, and writes its row.
 
@@ -44,7 +44,7 @@ import psycopg
 from ..types import Message, SessionSnapshot
 from ._base import apply_mutator
 from ._delta import MessageCache, encode_row, to_json
-from ._pg_rows import CHANNEL, ends_a_run, notify_payload
+from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "FastWrites", "RecentRows"]
@@ -156,7 +156,7 @@ class FastWrites:
                 "ON CONFLICT (snapshot_id) DO NOTHING RETURNING seq, rev)"
             )
         else:
-            notify = f", pg_notify('{CHANNEL}', %(payload)s)" if ends_a_run(current, new) else ""
+            notify = f", pg_notify('{CHANNEL}', %(payload)s)" if aborts_a_run(current, new) else ""
             params.update(rev=known[1], payload=notify_payload(snapshot_id))
             ctes.append(
                 "w AS (UPDATE nb_agents_snapshots SET session_id = %(session_id)s, "

@@ -22,13 +22,15 @@ come after it see the new generation.
 
 A session's agent and owner live in ``nb_agents_sessions``, once: the first
 row that names them sets them, every row of the session reads them back.
-A write that ends a pending row's run (its status leaves ``pending``: an
-abort, or the turn's final write) sends ``NOTIFY nb_agents_changes`` with its
-id (the empty payload, "anything changed", for an id too long for a payload)
-in its transaction, for the `wait_changed` of every process (`._pg_listen`).
-Heartbeats and new rows send nothing: a notifying transaction takes a
-server-wide lock at commit, and on a loaded machine three notices a cycle
-cost more than the rest of its commits together.
+A write that aborts a pending row's run (its status goes from ``pending`` to
+``aborting`` or ``aborted``) sends ``NOTIFY nb_agents_changes`` with its id
+(the empty payload, "anything changed", for an id too long for a payload) in
+its transaction, for the `wait_changed` of every process (`._pg_listen`).
+Nothing else does: a notifying transaction takes a server-wide lock at
+commit (on a loaded machine three notices a cycle cost more than the rest of
+its commits together), and every listening process reads each notice in a
+transaction of its own; a running turn waits on its own row for an abort
+only (its final write is its own).
 
 Schema version 2; `MIGRATE` brings a version 1 database to it in place: the
 claims' generation, and the sessions table filled from each session's rows
@@ -58,7 +60,16 @@ from ._delta import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["CHANNEL", "MIGRATE", "SCHEMA", "SCHEMA_VERSION", "ClaimRacedError", "PgRows", "notify_payload"]
+__all__ = [
+    "CHANNEL",
+    "aborts_a_run",
+    "MIGRATE",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "ClaimRacedError",
+    "PgRows",
+    "notify_payload",
+]
 
 SCHEMA_VERSION = 2
 CHANNEL = "nb_agents_changes"
@@ -138,14 +149,15 @@ _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 _Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
 
 
-def ends_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
-    """Whether writing `new` over `current` ends a pending row's run (an abort, or its final write).
+def aborts_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
+    """Whether writing `new` over `current` aborts a pending row's run.
 
     Only these writes notify: a running turn waits on its own row for exactly
-    this (another process's abort); heartbeats and new rows are silent, since a
-    transaction that sends ``NOTIFY`` takes a server-wide lock at commit.
+    this (another process's abort); heartbeats, new rows and a turn's own final
+    write are silent, since a transaction that sends ``NOTIFY`` takes a
+    server-wide lock at commit, and each listener reads it in a transaction.
     """
-    return current is not None and current.status == "pending" and new.status != "pending"
+    return current is not None and current.status == "pending" and new.status in ("aborting", "aborted")
 
 
 def notify_payload(snapshot_id: str) -> str:
@@ -244,7 +256,7 @@ class PgRows:
                 "UPDATE nb_agents_snapshots SET session_id = %s, parent_id = %s, created_at = %s, meta = %s, "
                 "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s"
             )
-            if ends_a_run(current, new):
+            if aborts_a_run(current, new):
                 self.conn.execute(
                     update + f" RETURNING pg_notify('{CHANNEL}', %s)",
                     (*cols, rev, seq, notify_payload(snapshot_id)),

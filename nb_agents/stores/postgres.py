@@ -16,10 +16,10 @@ so it never blocks an event loop and works from any thread or loop (the
 * the tables are created on first use under an advisory lock, so two
   processes starting at once do not race on ``CREATE TABLE`` (and a
   database of an older schema version is migrated there, in place);
-* a write that ends a pending row's run (an abort, a final write) notifies
-  its id (``NOTIFY``, in its transaction), and one listening connection per
-  store (`._pg_listen`) wakes the store's `wait_changed` waiters, whichever
-  process wrote: a running turn notices an abort without polling;
+* a write that aborts a pending row's run notifies its id (``NOTIFY``, in
+  its transaction), and one listening connection per store (`._pg_listen`)
+  wakes the store's `wait_changed` waiters and ``on_change`` callbacks,
+  whichever process wrote: a running turn notices an abort without polling;
 * a read is one statement outside any transaction (a history that takes a
   second query is checked to be of the same revision of the row); the writes
   of an approval cycle (a new row, a claim with its pending row, a fenced
