@@ -83,7 +83,8 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
 
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
-        pool_size: Idle connections kept for reuse (per process).
+        pool_size: Connections kept for reuse, and at most in use at once (per
+            process; more callers wait for one). 0: none kept, no bound.
         heartbeat_timeout: When a pending row whose heartbeat is older reads
             ``expired`` (seconds or a `timedelta`; every process should agree).
 
