@@ -1,12 +1,12 @@
 """An MCP server's question as a form in a real JupyterLab (notebooks/mcp.ipynb).
 
 Run the setup cells (1, 2) and the cell that asks the demo server to tag a note
-(11): the server's elicitation pauses the turn and the response is a form. A
+(12): the server's elicitation pauses the turn and the response is a form. A
 person fills it (tags typed, a priority picked, Pinned ticked) and presses
 Accept; the call goes to the server again with the answer and the state the
 server returned with its question (the demo speaks MCP 2026-07-28, so nothing
 was held open), the tag is written, and the turn's reply appears in the same
-output. Cell 13 then finds nothing left to
+output. Cell 14 then finds nothing left to
 answer and shows the note, tagged once.
 
 Screenshots of the filled form and of the answered turn are saved in
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-FORM = 11
+FORM = 12
 
 
 def test_an_elicitation_form_answers_the_mcp_server(lab: LabPage) -> None:
@@ -47,6 +47,6 @@ def test_an_elicitation_form_answers_the_mcp_server(lab: LabPage) -> None:
     lab.wait_for_output("Done: tagged ideas.txt: [high pinned] tags: browser, mcp", cell=FORM)
     lab.cell(FORM).screenshot(path=str(ARTIFACTS / "mcp-elicitation-answered.png"))
 
-    lab.run_cell(13)  # nothing left to answer: it prints the reply and the note
-    note = lab.wait_for_output("an MCP server for notes", cell=13).inner_text()
+    lab.run_cell(14)  # nothing left to answer: it prints the reply and the note
+    note = lab.wait_for_output("an MCP server for notes", cell=14).inner_text()
     assert note.count("[high pinned] tags: browser, mcp") == 2, note  # the reply, and the note's one tag line
