@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from ._sync import Signal, twin
 from .errors import AgentError, FailedPreconditionError, InvalidArgumentError, strip_status_prefix
 from .interrupts import AgentInterrupt
+from .protocol import AgentProtocol
 from .responses import AgentChunk, AgentResponse
 from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn
 from .types import (
@@ -33,7 +34,6 @@ from .types import (
     AgentStreamChunk,
     Artifact,
     CallOptions,
-    ChunkSink,
     Message,
     Part,
     SessionSnapshot,
@@ -57,42 +57,15 @@ __all__ = [
 ]
 
 
-@runtime_checkable
-class AgentEndpoint(Protocol):
-    """What `Chat` drives: an agent it can send one input to, local or remote.
+if TYPE_CHECKING:
+    from .rules import SessionRule, SessionRules
 
-    `nb_agents.Agent` and `nb_agents.RemoteAgent` implement it; so can your own
-    transport (subclass `nb_agents.BaseAgent` to get ``chat``, ``run`` and the
-    ``_sync`` twins on top of these three verbs).
-    """
+AgentEndpoint = AgentProtocol
+"""What `Chat` drives: an agent, local or remote (`nb_agents.protocol.AgentProtocol`).
 
-    name: str
-
-    async def invoke(
-        self,
-        input: AgentInput,
-        init: AgentInit,
-        *,
-        options: CallOptions = ...,
-        on_chunk: ChunkSink | None = None,
-        abort_signal: asyncio.Event | None = None,
-    ) -> AgentOutput:
-        """Run one turn from `init`; chunks go to `on_chunk`; a failed turn is in-band."""
-        ...
-
-    async def get_snapshot(
-        self,
-        snapshot_id: str | None = None,
-        *,
-        session_id: str | None = None,
-        context: dict[str, Any] | None = None,
-    ) -> SessionSnapshot | None:
-        """A snapshot by id, or a session's latest one; None if unknown."""
-        ...
-
-    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
-        """Abort a pending snapshot; returns its previous status."""
-        ...
+Subclass `nb_agents.BaseAgent` for a transport of your own: it supplies every
+verb a chat uses (those your agent cannot do answer clearly), ``chat``,
+``run`` and the ``_sync`` twins."""
 
 
 InputLike = str | Message | AgentInput | dict[str, Any]
@@ -375,23 +348,18 @@ class Chat:
         return None
 
     # -- per-session approval rules --------------------------------------------------
-    def _rules_agent(self, verb: str) -> Any:
+    def _session(self, verb: str) -> str:
         if not self.session_id:
             raise FailedPreconditionError(f"chat.{verb}() needs a session: send a message first")
-        if not hasattr(self.agent, verb):
-            raise FailedPreconditionError(
-                f"chat.{verb}() needs an agent that keeps approval rules (an Agent or a RemoteAgent); "
-                f"{type(self.agent).__name__} has no {verb}"
-            )
-        return self.agent
+        return self.session_id
 
-    async def rules(self) -> Any:
+    async def rules(self) -> SessionRules:
         """This conversation's approval rules (`Agent.rules`): what ``approve(always=True)`` made."""
-        return await self._rules_agent("rules").rules(self.session_id)
+        return await self.agent.rules(self._session("rules"))
 
-    async def revoke_rule(self, rule_id: str) -> Any:
+    async def revoke_rule(self, rule_id: str) -> SessionRule:
         """Revoke one of this conversation's approval rules (`Agent.revoke_rule`)."""
-        return await self._rules_agent("revoke_rule").revoke_rule(self.session_id, rule_id)
+        return await self.agent.revoke_rule(self._session("revoke_rule"), rule_id)
 
     # -- forks ----------------------------------------------------------------------
     async def fork(self, *, key: str | None = None, context: dict[str, Any] | None = None) -> Chat:
@@ -426,31 +394,21 @@ class Chat:
             copied = Chat(self.agent, state=self._state.model_copy(deep=True))
             copied.last = self.last
             return copied
-        fork = getattr(self.agent, "fork", None)
-        if fork is None:
-            raise FailedPreconditionError(
-                f"Cannot fork this chat: agent '{self.agent.name}' does not fork (a remote agent); "
-                "fork with the agent object that owns the store"
-            )
         if not self.snapshot_id and not self.session_id:
             raise FailedPreconditionError("Cannot fork this chat: it has no turn yet (send a message first).")
         if self.snapshot_id:
-            other: Chat = await fork(self.snapshot_id, key=key, context=context)
-        else:
-            other = await fork(session_id=self.session_id, key=key, context=context)
-        return other
+            return await self.agent.fork(self.snapshot_id, key=key, context=context)
+        return await self.agent.fork(session_id=self.session_id, key=key, context=context)
 
     async def forks(self, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
         """The forks made from this chat's session: each fork's first row, oldest first (see `fork`)."""
-        forks = getattr(self.agent, "forks", None)
         session_id = self.session_id
-        if forks is not None and not session_id and self.snapshot_id:
+        if not session_id and self.snapshot_id:
             snap = await self.agent.get_snapshot(self.snapshot_id, context=context)
             session_id = snap.session_id if snap is not None else None
-        if forks is None or not session_id:
+        if not session_id:
             return []
-        found: list[SessionSnapshot] = await forks(session_id, context=context)
-        return found
+        return await self.agent.forks(session_id, context=context)
 
     # -- sync twins ------------------------------------------------------------------
     send_sync = twin(send)

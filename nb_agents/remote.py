@@ -35,7 +35,6 @@ from typing import Any
 
 import httpx
 
-from ._sync import twin
 from .endpoint import BaseAgent
 from .errors import (
     InvalidArgumentError,
@@ -259,9 +258,6 @@ class RemoteAgent(BaseAgent):
             f"{self.url.rstrip('/')}/revokeRule", {"sessionId": session_id, "ruleId": rule_id}
         )
         return SessionRule.from_dict(result)
-
-    rules_sync = twin(rules)
-    revoke_rule_sync = twin(revoke_rule)
 
 
 def remote_agent(

@@ -25,6 +25,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
+from ..errors import NbAgentsError
 from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
 from ..render._html import MUTED, esc
 from ..responses import AgentResponse
@@ -84,12 +85,12 @@ _EMPTY = "padding:10px 0 4px;line-height:1.4;color:var(--jp-content-font-color2,
 
 
 def _name(chat: Chat) -> str:
-    return str(getattr(chat.agent, "name", "") or "the agent")
+    return chat.agent.name or "the agent"
 
 
 def header_html(chat: Chat) -> str:
     """The chat's header: the agent's name, and its description or what the box is for."""
-    about = str(getattr(chat.agent, "description", "") or "").strip() or "A chat with this agent."
+    about = chat.agent.description.strip() or "A chat with this agent."
     return (
         f'<div class="nba-chat-header" style="{_HEADER}">'
         f'<span style="font-weight:600">{esc(_name(chat))}</span>'
@@ -288,7 +289,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
             stream.value = (
-                _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+                _ASSISTANT
+                + tools
+                + error_html(None, str(exc) if isinstance(exc, NbAgentsError) else repr(exc))
             )
             self._running = False
             self._update_controls()
@@ -341,4 +344,4 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
 
     def __repr__(self) -> str:
         n = len(self.history) + len(self.chat.messages)
-        return f"ChatWidget(agent={getattr(self.chat.agent, 'name', '?')!r}, messages={n})"
+        return f"ChatWidget(agent={self.chat.agent.name!r}, messages={n})"

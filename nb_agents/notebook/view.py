@@ -38,6 +38,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..chat import Chat
+from ..errors import NbAgentsError
 from ..render import error_html, output_html, part_html, record_words, stream_html, tools_of
 from ..render._html import badge, esc
 from ..responses import AgentResponse
@@ -276,7 +277,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
                 return None  # too late: the form shows what the default did instead
             if await self._answered_elsewhere(expect="waiting"):
                 return None  # another cell, tab or process answered them all: say so
-            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
+            message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
             form.reset(f"Your answer was not accepted: {message}")
             return None
         self._sent.add(form)
@@ -381,8 +382,8 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             res = await turn.response
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
-            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
-            details = getattr(exc, "details", None)
+            message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
+            details = exc.details if isinstance(exc, NbAgentsError) else None
             if isinstance(details, dict) and details.get("retry"):
                 self._offer_retry(message)
                 return None
