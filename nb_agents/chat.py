@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._sync import Signal, twin
-from .errors import AgentError, FailedPreconditionError, InvalidArgumentError, strip_status_prefix
+from .errors import AgentError, FailedPreconditionError, strip_status_prefix
+from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
 from .protocol import AgentProtocol
 from .responses import AgentChunk, AgentResponse
@@ -66,41 +67,6 @@ AgentEndpoint = AgentProtocol
 Subclass `nb_agents.BaseAgent` for a transport of your own: it supplies every
 verb a chat uses (those your agent cannot do answer clearly), ``chat``,
 ``run`` and the ``_sync`` twins."""
-
-
-InputLike = str | Message | AgentInput | dict[str, Any]
-
-
-def as_input(value: InputLike | None) -> AgentInput:
-    """A str, a `Message`, a dict or an `AgentInput` as an `AgentInput`."""
-    if isinstance(value, AgentInput):
-        return value
-    if isinstance(value, Message):
-        return AgentInput(message=value)
-    if isinstance(value, str) or value is None:
-        return AgentInput(message=Message(role="user", content=[Part(text=value or "")]))
-    if isinstance(value, dict):
-        return AgentInput.model_validate(value)
-    raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")
-
-
-def make_init(
-    snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None
-) -> AgentInit:
-    """The `AgentInit` for a call positioned by snapshot, session or state (one way only)."""
-    if state is not None and (snapshot_id or session_id):
-        raise InvalidArgumentError("state is mutually exclusive with snapshot_id and session_id")
-    st = SessionState.model_validate(state) if isinstance(state, dict) else state
-    return AgentInit(snapshot_id=snapshot_id, session_id=session_id, state=st)
-
-
-def call_options(config: dict[str, Any] | None, context: dict[str, Any] | None) -> CallOptions:
-    """The `CallOptions` of a verb's ``config=`` and ``context=`` keywords, checked."""
-    if config is not None and not isinstance(config, dict):
-        raise InvalidArgumentError(f"config must be a dict of model settings, got {type(config).__name__}")
-    if context is not None and not isinstance(context, dict):
-        raise InvalidArgumentError(f"context must be a dict, got {type(context).__name__}")
-    return CallOptions(config=config, context=context)
 
 
 class Chat:
@@ -365,16 +331,11 @@ class Chat:
     async def fork(self, *, key: str | None = None, context: dict[str, Any] | None = None) -> Chat:
         """A new chat on a copy of this chat's paused turn, to answer it differently.
 
-        The paused turn's answer takes effect once (a different answer to it is
-        refused), so a fork copies the pause into a snapshot of its own, in a
-        session of its own (``<session>~fork-<id>``) that keeps the session's
-        agent and owner; its record names the snapshot it was forked from
-        (``fork_of``). Answer each chat its own way: each branch runs its tools
-        once, both stay stored, listed (`forks`) and reopenable
-        (``agent.chat(session_id=fork.session_id)``). A fork made again with
-        the same `key` from the same pause is the same fork (a retried call
-        writes once); without a key every call makes a new fork. With
-        client-managed state the fork is a chat on a copy of the state blob.
+        A paused turn's answer takes effect once, so a fork copies the pause into
+        a session of its own (`Agent.fork`): answer each chat its own way; each
+        branch runs its tools once. The same `key` from the same pause is the
+        same fork. With client-managed state the fork is a chat on a copy of
+        the state blob.
 
         Raises:
             FailedPreconditionError: The chat's latest turn is not paused, or its
