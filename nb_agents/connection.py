@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
 from ._engine import Engine
-from ._sync import stream_twin, twin
+from ._sync import call_on, stream_twin, twin
 from .errors import FailedPreconditionError
 from .protocol import TurnStream
 from .types import (
@@ -97,14 +97,7 @@ class AgentConnection:
         """Run a queueing call on the connection's loop, from any thread."""
         self._invocation()
         assert self._home_loop is not None
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._home_loop:
-            fn(*args)
-        else:
-            asyncio.run_coroutine_threadsafe(_call_async(fn, *args), self._home_loop).result()
+        call_on(self._home_loop, lambda: fn(*args))
 
     # -- sending ------------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
@@ -157,7 +150,3 @@ class AgentConnection:
     start_sync = twin(start)
     receive_sync = stream_twin(receive)
     output_sync = twin(output)
-
-
-async def _call_async(fn: Callable[..., None], *args: object) -> None:
-    fn(*args)

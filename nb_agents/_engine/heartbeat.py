@@ -10,25 +10,14 @@ started here are kept referenced until they finish.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from .._sync import Signal
+from .._sync import keep as spawn
 from ..stores.base import SessionStore, now_iso
 from ..types import SessionSnapshot
 
-__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
-
-# Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
-_BACKGROUND: set[asyncio.Task[Any]] = set()
-
-
-def spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    """Run `coro` as a task that stays referenced until it is done."""
-    task = asyncio.ensure_future(coro)
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-    return task
+__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 
 
 def pending_row(

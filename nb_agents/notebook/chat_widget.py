@@ -24,6 +24,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import NbAgentsError
 from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
@@ -31,7 +32,6 @@ from ..render._html import MUTED, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .message_box import MessageBox
 from .progress import progress_bars

@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import NbAgentsError
 from ..expiry import now, parse
 from ..render import tool_result_html
 from ..responses import AgentResponse
 from ..types import AgentOutput, SessionSnapshot
-from ._tasks import spawn
 from .records import after_pause
 
 if TYPE_CHECKING:

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import NbAgentsError
 from ..render import error_html
 from ..render._html import MUTED
 from ..responses import AgentResponse
-from ._tasks import spawn
 from .compare import compare
 from .controls import button
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..agent import Agent
 from ..errors import NbAgentsError
 from ..listings import PendingTurn
@@ -28,7 +29,6 @@ from ..render._html import BOX, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput
 from ._bundle import WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .view import TurnView
 

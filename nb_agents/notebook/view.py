@@ -37,6 +37,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import NbAgentsError
 from ..render import error_html, output_html, part_html, record_words, stream_html, tools_of
@@ -46,7 +47,6 @@ from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import OUTPUT_METADATA, WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .elicitation import ElicitationForm, is_elicitation
 from .expiring import answers_to, expire_now, is_expiry_error, watch_deadlines
