@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._sync import Signal, twin
-from .errors import AgentError, FailedPreconditionError, strip_status_prefix
+from .errors import AgentError, AlreadyResumedError, FailedPreconditionError, strip_status_prefix
 from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
 from .protocol import AgentProtocol
@@ -164,7 +164,8 @@ class Chat:
         if out.finish_reason == "failed":
             err = out.error
             res.messages = list(self.messages)  # the chat is where it was before the turn
-            raise AgentError(
+            already = err is not None and isinstance(err.details, dict) and "alreadyResumed" in err.details
+            raise (AlreadyResumedError if already else AgentError)(
                 # the bare message: a Genkit server writes "STATUS: message", AgentError adds the status
                 strip_status_prefix(err.status, err.message) if err is not None else "the turn failed",
                 status=err.status if err is not None else None,

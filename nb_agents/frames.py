@@ -18,11 +18,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import NbAgentsError
+
 __all__ = ["FrameError", "ServerSentEvent", "SseParser", "agent_frames", "frame"]
 
 
-class FrameError(ValueError):
+class FrameError(NbAgentsError, ValueError):
     """A frame whose data is not the JSON it should be (the readers say whose stream it was)."""
+
+    status = "INTERNAL"
 
     def __init__(self, data: str, why: str) -> None:
         super().__init__(f"{why}: {data[:200]!r}")

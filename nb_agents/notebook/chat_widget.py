@@ -27,14 +27,14 @@ import ipywidgets as widgets
 from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import NbAgentsError
-from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
+from ..render import error_html, message_bundle, output_html, stream_html, tools_of
 from ..render._html import MUTED, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
 from .controls import button
 from .message_box import MessageBox
-from .progress import progress_bars
+from .streaming import LiveOutput
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
@@ -275,37 +275,27 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
     async def _run(self, text: str, reply: Any) -> AgentResponse | None:
         stream = reply.children[0]
         stream.value = _ASSISTANT
-        streamed, tools = "", ""
-        bars: dict[tuple[str, str, str], str] = {}
+        live = LiveOutput(lambda html: setattr(stream, "value", html), prefix=_ASSISTANT)
         try:
-            turn = self.chat.send_stream(text)
-            async for chunk in turn:
-                streamed += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)  # MCP progress notifications
-                stream.value = _ASSISTANT + tools + "".join(bars.values()) + stream_html(streamed)
-            res = await turn.response
+            res = await live.follow(self.chat.send_stream(text))
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
             stream.value = (
                 _ASSISTANT
-                + tools
+                + live.tools
                 + error_html(None, str(exc) if isinstance(exc, NbAgentsError) else repr(exc))
             )
             self._running = False
             self._update_controls()
             return None
         if res.finish_reason == "interrupted":
-            stream.value = tools
+            stream.value = live.tools
             reply.children = [stream, self._view(res)]
         elif res.finish_reason == "aborted":
-            stream.value = _ASSISTANT + tools + stream_html(streamed) + _note("Stopped.")
+            stream.value = _ASSISTANT + live.tools + stream_html(live.text) + _note("Stopped.")
         else:
             known = tools_of(self.chat)
-            stream.value = (
-                _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
-            )
+            body = output_html(res.raw, tools=False, box=False, known_tools=known)
+            stream.value = _ASSISTANT + live.tools + body
         self._running = False
         self._update_controls()
         return res

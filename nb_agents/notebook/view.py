@@ -39,8 +39,8 @@ import ipywidgets as widgets
 
 from .._sync import start as spawn
 from ..chat import Chat
-from ..errors import NbAgentsError
-from ..render import error_html, output_html, part_html, record_words, stream_html, tools_of
+from ..errors import AlreadyResumedError, NbAgentsError
+from ..render import error_html, output_html, record_words, tools_of
 from ..render._html import badge, esc
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
@@ -54,8 +54,8 @@ from .forking import ForkPanel, can_fork
 from .forms import InterruptForm
 from .identity import local_user
 from .outcomes import call_names, did, outcome_line
-from .progress import progress_bars
 from .records import form_record_html, record_body_html, turn_record_bundle
+from .streaming import LiveOutput
 from .watch import recheck, watch
 
 __all__ = ["TurnView", "agent_tools"]
@@ -251,6 +251,9 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         )
         return calls == asked and {(i.name, i.ref) for i in res.interrupts} <= self._keys(self.forms)
 
+    def _show(self, html: str) -> None:
+        self.stream.value = html
+
     async def _resume_one(self, form: InterruptForm) -> AgentResponse | None:
         assert self.chat is not None and form.answer is not None
         answer = form.answer
@@ -259,19 +262,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         respond = [answer.part] if answer.kind == "respond" else []
         restart = [answer.part] if answer.kind == "restart" else []
         meta = {"answeredBy": self.answered_by} if self.answered_by else None
-        text = ""
-        bars: dict[tuple[str, str, str], str] = {}
+        live = LiveOutput(self._show, tools=self._tools)
         try:
-            turn = chat.resume_stream(respond, restart, meta, partial=True)
-            async for chunk in turn:
-                text += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    self._tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)
-                self.stream.value = self._tools + "".join(bars.values()) + stream_html(text)
-            res = await turn.response
+            res = await live.follow(chat.resume_stream(respond, restart, meta, partial=True))
         except Exception as exc:  # noqa: BLE001 - shown on its form, which can answer again
+            self._tools = live.tools
             self.stream.value = self._tools
             if is_expiry_error(exc) and await expire_now(self):
                 return None  # too late: the form shows what the default did instead
@@ -280,6 +275,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
             form.reset(f"Your answer was not accepted: {message}")
             return None
+        self._tools = live.tools
         self._sent.add(form)
         self.stream.value = self._tools
         if self._same_pause(res):
@@ -368,18 +364,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         if not retry and await self._answered_elsewhere():
             return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
-        text, tools = "", ""
-        bars: dict[tuple[str, str, str], str] = {}
+        live = LiveOutput(self._show)
         try:
-            turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata, retry=retry)
-            async for chunk in turn:
-                text += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)  # MCP progress notifications
-                self.stream.value = tools + "".join(bars.values()) + stream_html(text)
-            res = await turn.response
+            res = await live.follow(
+                chat.resume_stream(resume.respond, resume.restart, resume.metadata, retry=retry)
+            )
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
             message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
@@ -387,13 +376,13 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
             if isinstance(details, dict) and details.get("retry"):
                 self._offer_retry(message)
                 return None
-            if "already resumed" in str(exc) and await self._answered_elsewhere():
+            if isinstance(exc, AlreadyResumedError) and await self._answered_elsewhere():
                 return None
             if is_expiry_error(exc) and await expire_now(self, late=True):
                 return None  # too late: the form shows what the default did instead
             self._fail(message)
             return None
-        return self._show_result(res, chat, tools)
+        return self._show_result(res, chat, live.tools)
 
     def _show_result(self, res: AgentResponse, chat: Chat, tools: str) -> AgentResponse:
         """Show where the answered turn went: stopped, paused again below, or done."""
