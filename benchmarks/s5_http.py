@@ -1,11 +1,15 @@
 """S5: the nb_agents HTTP server under load, with exactly-once checked from a ledger.
 
-Two suites of runs, each run a fresh set of processes:
+Three suites of runs, each run a fresh set of processes:
 
 * **classic** (issue 7): each store (in memory, SQLite) under each load
   generator (``httpx``: an ``httpx.AsyncClient`` per client; ``raw``:
   hand-written HTTP/1.1, cheap enough that the server is the limit); 50
   clients for 20 s, every 10th cycle re-sending its resume;
+* **floor** (issue 23, `s5_floor`): nb_agents on SQLite and PostgreSQL, the
+  floor server (`floor_app`) on both, and Genkit's server, interleaved, JSON and
+  SSE, with the ratios to the floor; and the exact PostgreSQL statement and
+  transaction counts per cycle (`pg_counts`);
 * **faults** (issue 11): 100 clients for 60 s (raw generator), 10% of the
   cycles timing out or aborting after their answer went out, then re-sending
   it and, when the recorded outcome is ``aborted``/``failed``, sending the
@@ -36,6 +40,7 @@ Usage::
     .venv/bin/python benchmarks/s5_http.py [--quick] [--suites classic faults] [--out FILE]
     .venv/bin/python benchmarks/s5_http.py --suites faults --fault-stores postgres --scale-out 2
     .venv/bin/python benchmarks/s5_http.py --profile --suites classic --load-clients raw   # py-spy
+    .venv/bin/python benchmarks/s5_http.py --suites floor [--quick] [--floor-targets floor-sqlite ...]
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import s5_floor
 import s5_pg
 import s5_profile
 from s5_check import check_ledger
@@ -63,11 +69,16 @@ LOAD = os.path.join(HERE, "s5_load.py")
 STORES = ("memory", "sqlite")
 FAULT_STORES = ("sqlite", "postgres")
 LOAD_CLIENTS = ("httpx", "raw")
-SUITES = ("classic", "faults")
+SUITES = ("classic", "faults", "floor")
 BACKENDS = {
     "memory": "nba.InMemorySessionStore",
     "sqlite": "nba.SqliteSessionStore",
     "postgres": "nba.PostgresSessionStore",
+}
+OTHER_BACKENDS = {
+    ("floor", "sqlite"): "floor_app.py: sqlite3 on the loop",
+    ("floor", "postgres"): "floor_app.py: psycopg async connections",
+    ("genkit", "memory"): "genkit.exp.InMemorySessionStore (Genkit Python has no SQL store)",
 }
 WORKERS_NOTE = (
     "one uvicorn worker per server: `nb-agents serve` has no --workers option (it passes an app object "
@@ -89,6 +100,9 @@ class Spec:
     resend_every: int
     fault_rate: float = 0.0
     fault_tool_s: float = 0.0
+    kind: str = "nb_agents"  # or "floor" (floor_app.py), "genkit" (Genkit's server, in `python`)
+    sse: str = "half"  # which clients stream: half (odd ones), all, none
+    python: str | None = None
 
 
 def _cpu(servers: list[Server]) -> list[float]:
@@ -107,21 +121,33 @@ def _store_url(spec: Spec, work: str, pg: s5_pg.Postgres | None) -> str:
 def run_one(spec: Spec, opts: argparse.Namespace, work: str, pg: s5_pg.Postgres | None) -> dict[str, Any]:
     """Fresh servers on the spec's store under load: the load summary, the ledger check, the CPU."""
     ledger = os.path.join(work, f"ledger-{spec.name}.txt")
-    out: dict[str, Any] = {"store": spec.store, "backend": BACKENDS[spec.store], "client": spec.client}
+    backend = BACKENDS[spec.store] if spec.kind == "nb_agents" else OTHER_BACKENDS[spec.kind, spec.store]
+    out: dict[str, Any] = {"store": spec.store, "backend": backend, "client": spec.client}
+    out.update(kind=spec.kind, sse=spec.sse)
     out.update(servers=spec.servers, clients=spec.clients, fault_rate=spec.fault_rate)
     servers: list[Server] = []
     spy: s5_profile.Spy | None = None
     try:
         url = _store_url(spec, work, pg)
         for i in range(spec.servers):
-            servers.append(Server(url, ledger, work, f"{spec.name}-{i}", fault_tool_s=spec.fault_tool_s))
+            servers.append(
+                Server(
+                    url,
+                    ledger,
+                    work,
+                    f"{spec.name}-{i}",
+                    fault_tool_s=spec.fault_tool_s,
+                    kind=spec.kind,
+                    python=spec.python,
+                )
+            )
         for server in servers:
             server.wait_ready()
         cmd = [sys.executable, LOAD, "--url", *(s.base + "/bench" for s in servers)]
         cmd += ["--clients", str(spec.clients), "--duration", str(spec.duration)]
         cmd += ["--warmup", str(spec.warmup), "--resend-every", str(spec.resend_every)]
         cmd += ["--client", spec.client, "--fault-rate", str(spec.fault_rate)]
-        cmd += ["--fault-tool-s", str(spec.fault_tool_s)]
+        cmd += ["--fault-tool-s", str(spec.fault_tool_s), "--sse", spec.sse]
         exe = s5_profile.py_spy()
         if opts.profile and exe:
             raw = os.path.join(work, f"S5-{spec.name}.raw")
@@ -141,8 +167,11 @@ def run_one(spec: Spec, opts: argparse.Namespace, work: str, pg: s5_pg.Postgres 
         out["server_cpu_ms_per_request"] = round(
             (sum(cpu1) - sum(cpu0)) * 1000 / max(1, out["total_requests"]), 3
         )
+        all_cycles = max(1, len(out["completed_cycle_ids"]))  # the warm-up's too, as the CPU is
+        out["server_cpu_ms_per_cycle"] = round((sum(cpu1) - sum(cpu0)) * 1000 / all_cycles, 3)
         if spec.store == "postgres":
             out["db_cpu_share"] = round((db1 - db0) / (t1 - t0), 3)
+            out["db_cpu_ms_per_cycle"] = round((db1 - db0) * 1000 / all_cycles, 3)
         out["server_gc"] = gc_stats(servers)
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
         out.update(status="error", error=f"{type(exc).__name__}: {exc}")
@@ -224,6 +253,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         "workers_note": WORKERS_NOTE,
         "runs": {},
         "faults": {"status": "not run", "runs": {}},
+        "floor": {"status": "not run", "reason": "the floor suite was not asked for"},
     }
     if faulty:
         result["faults"] = {
@@ -252,11 +282,13 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
                     print(f"[bench] S5 {spec.name}: not run: {exc}", flush=True)
                     continue
             _run_printed(spec, opts, work, pg, result["faults"]["runs"])
+        if "floor" in opts.suites:
+            result["floor"] = s5_floor.run(opts, work, run_one)
     finally:
         if pg is not None:
             pg.stop()
         shutil.rmtree(work, ignore_errors=True)
-    every = [*result["runs"].values(), *result["faults"]["runs"].values()]
+    every = [*result["runs"].values(), *result["faults"]["runs"].values(), result["floor"]]
     statuses = {r["status"] for r in every} - {"ok", "not run"}
     result["status"] = sorted(statuses)[0] if statuses else "ok"
     if faulty:
@@ -337,6 +369,18 @@ def options(argv: list[str] | None = None, *, quick: bool = False) -> argparse.N
     ap.add_argument(
         "--scale-out", type=int, default=2, help="faults: also N servers on one PostgreSQL (default 2; 1: no)"
     )
+    ap.add_argument("--floor-duration", type=float, help="floor: measured s per run (default 8; quick 2)")
+    ap.add_argument("--floor-rounds", type=int, help="floor: interleaved rounds (default 2; quick 1)")
+    ap.add_argument(
+        "--floor-targets",
+        nargs="+",
+        choices=[f"{k}-{s}" for k, s in s5_floor.TARGETS],
+        default=[f"{k}-{s}" for k, s in s5_floor.TARGETS],
+    )
+    ap.add_argument("--floor-count-cycles", type=int, default=4, help="floor: counted cycles per client (PG)")
+    ap.add_argument(
+        "--no-floor-counts", dest="floor_counts", action="store_false", help="floor: skip the PG counts"
+    )
     ap.add_argument("--profile", action="store_true", help="py-spy the server (results/profiles/S5-*.txt)")
     ap.add_argument("--out", help="write the JSON here (report.py RESULTS.json --s5 OUT merges it)")
     opts = ap.parse_args(argv if argv is not None else [])
@@ -344,6 +388,8 @@ def options(argv: list[str] | None = None, *, quick: bool = False) -> argparse.N
     opts.duration = opts.duration or (3.0 if q else 20.0)
     opts.fault_duration = opts.fault_duration or (3.0 if q else 60.0)
     opts.warmup = opts.warmup if opts.warmup is not None else (1.0 if q else 2.0)
+    opts.floor_duration = opts.floor_duration or (2.0 if q else 8.0)
+    opts.floor_rounds = opts.floor_rounds or (1 if q else 2)
     return opts
 
 

@@ -21,10 +21,11 @@ recorded outcome is ``aborted`` or ``failed``, sends the explicit retry: see
 `s5_faults`. The explicit retries are reported per cycle id
 (``retried_cycles``), for the ledger check.
 
-Odd-numbered clients ask for SSE (``Accept: text/event-stream``) and read the
+By default (``--sse half``) odd-numbered clients ask for SSE (``Accept: text/event-stream``) and read the
 stream to its terminal frame; even-numbered ones get one JSON body, so each
 request kind is measured in both modes. Latency is client-side, from sending
-the request to having the whole answer. A warm-up (checked, not timed) comes
+the request to having the whole answer (``--sse all`` / ``none``: every client
+streams / none does). A warm-up (checked, not timed) comes
 first; then the measured window of ``--duration`` seconds; clients finish the
 cycle they are in when the window closes and stop. Every request has a
 timeout, so the process always ends.
@@ -52,8 +53,9 @@ class Client:
 
     def __init__(self, index: int, urls: list[str], args: argparse.Namespace, log: Recorder) -> None:
         self.index = index
-        self.streaming = index % 2 == 1
+        self.streaming = args.sse == "all" or (args.sse == "half" and index % 2 == 1)
         self.resend_every = args.resend_every
+        self.tag = f"-{args.tag}" if args.tag else ""  # keeps cycle ids apart across runs on one ledger
         self.log = log
         self.kind = args.client
         self.url = urls[index % len(urls)]
@@ -103,7 +105,7 @@ class Client:
 
     async def cycle(self, seq: int) -> None:
         fault = self.faults.pick()
-        cycle_id = f"{FAULT_PREFIX if fault else 'c'}{self.index}-{seq}"
+        cycle_id = f"{FAULT_PREFIX if fault else 'c'}{self.index}-{seq}{self.tag}"
         t0 = time.perf_counter()
         first = await self.post(
             "send",
@@ -128,16 +130,17 @@ class Client:
         self.faults.saw_resume(time.perf_counter() - t1)
         self.check_done(done, cycle_id, "resume")
         self.log.cycle(cycle_id, t0, time.perf_counter())
-        if seq % self.resend_every == 0:
+        if self.resend_every > 0 and seq % self.resend_every == 0:
             again = await self.post("resend", body)
             if again.get("snapshotId") != done["snapshotId"] or again.get("message") != done["message"]:
                 raise CycleError(f"resend {cycle_id}: a different result {json.dumps(again)[:200]}")
             self.log.resends += 1
 
-    async def run(self, stop_at: float) -> None:
+    async def run(self, stop_at: float, cycles: int = 0) -> None:
+        """Cycles until `stop_at` (perf_counter), or exactly `cycles` of them when that is positive."""
         seq = 0
         try:
-            while time.perf_counter() < stop_at:
+            while (seq < cycles) if cycles > 0 else (time.perf_counter() < stop_at):
                 try:
                     await self.cycle(seq)
                 except (CycleError, KeyError, TypeError, ValueError) as exc:
@@ -247,9 +250,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     t_start = now + args.warmup
     t_end = t_start + args.duration
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
-    await asyncio.gather(*(c.run(t_end) for c in clients))
+    await asyncio.gather(*(c.run(t_end, args.cycles) for c in clients))
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    if args.cycles > 0:  # counted, not timed: every cycle is inside the window
+        t_start, t_end = now, time.perf_counter()
     out = summarize(log, t_start, t_end, cpu)
     out["tail_s"] = round(time.perf_counter() - t_end, 3)
     return out
@@ -266,7 +271,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--duration", type=float, default=20.0, help="measured seconds")
     ap.add_argument("--warmup", type=float, default=2.0, help="checked but untimed seconds first")
-    ap.add_argument("--resend-every", type=int, default=10, help="re-send the resume of every n-th cycle")
+    ap.add_argument(
+        "--resend-every", type=int, default=10, help="re-send the resume of every n-th cycle (0: never)"
+    )
+    ap.add_argument(
+        "--cycles", type=int, default=0, help="exactly this many cycles per client (no window; for counting)"
+    )
+    ap.add_argument(
+        "--sse", choices=["half", "all", "none"], default="half", help="which clients stream (half: odd ones)"
+    )
     ap.add_argument(
         "--client", choices=["httpx", "raw"], default="httpx", help="httpx.AsyncClient, or raw HTTP/1.1"
     )
@@ -274,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--fault-tool-s", type=float, default=0.0, help="the seconds the served tool sleeps in a fault cycle"
     )
+    ap.add_argument("--tag", default="", help="appended to every cycle id (runs sharing one ledger)")
     ap.add_argument("--seed", default="s5", help="seeds which cycles are faulty, and their timings")
     args = ap.parse_args(argv)
     if not all(u.startswith(("http://127.", "http://localhost", "http://[::1]")) for u in args.url):

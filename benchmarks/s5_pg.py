@@ -37,25 +37,95 @@ def _test_helper() -> ModuleType:
     return sys.modules[name]
 
 
-class Postgres:
-    """The running server (started on construction) and its databases."""
+# autovacuum off: its workers' transactions would count as the benchmark's (the database is small)
+COUNTING = {
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "all",
+    "autovacuum": "off",
+}
 
-    def __init__(self) -> None:
+
+class Postgres:
+    """The running server (started on construction) and its databases.
+
+    With `counting`, a server of its own (not the test helper's shared one)
+    that loads ``pg_stat_statements``, for `counts`.
+    """
+
+    def __init__(self, *, counting: bool = False) -> None:
         try:
             import pytest  # tests/pg.py reports a missing PostgreSQL as a pytest skip
         except ImportError as exc:
             raise PostgresUnavailableError(f"tests/pg.py needs pytest: {exc}") from None
         self._pg = _test_helper()
+        self.counting = counting
         try:
-            self.server: Any = self._pg.server()
+            if counting:
+                self.server: Any = self._own_server()
+            else:
+                self.server = self._pg.server()
         except (pytest.skip.Exception, pytest.fail.Exception) as exc:
             raise PostgresUnavailableError(str(exc)) from None
         self.version = self.server.bindir.parent.name
+        if counting:
+            self._admin("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+
+    def _own_server(self) -> Any:
+        bindir = self._pg.find_bindir()
+        if bindir is None:
+            raise PostgresUnavailableError("no PostgreSQL server binaries (scripts/ensure_postgres.sh)")
+        if not (bindir.parent / "lib" / "pg_stat_statements.so").exists():
+            raise PostgresUnavailableError(f"no pg_stat_statements in {bindir.parent / 'lib'}")
+        srv = self._pg.PgServer(bindir, settings=COUNTING)
+        try:
+            srv.start()
+        except BaseException:
+            srv.remove()
+            raise
+        return srv
+
+    def _admin(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run `sql` on the ``postgres`` database (its statements count in no benchmark database)."""
+        import psycopg
+
+        with psycopg.connect(self.server.dsn("postgres"), autocommit=True) as conn:
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def reset_counts(self) -> None:
+        """Forget what `counts` would report so far (the statements; transactions are read as deltas)."""
+        self._admin("SELECT pg_stat_statements_reset()")
+
+    def counts(self, dbname: str) -> dict[str, Any]:
+        """Statements since `reset_counts` in `dbname` (calls by normalized text), and its transactions
+        (committed + rolled back) and connections (sessions) so far, as its statistics hold them once
+        flushed."""
+        rows = self._admin(
+            "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+            "WHERE d.datname = %s ORDER BY s.calls DESC, s.query",
+            (dbname,),
+        )
+        xact = self._admin(
+            "SELECT xact_commit + xact_rollback, sessions FROM pg_stat_database WHERE datname = %s", (dbname,)
+        )
+        statements: dict[str, int] = {}
+        for query, calls in rows:  # one text may have several entries (per user, top level or not)
+            statements[query] = statements.get(query, 0) + int(calls)
+        return {
+            "statements": statements,
+            "transactions": int(xact[0][0]) if xact else 0,
+            "connections": int(xact[0][1]) if xact else 0,
+        }
 
     def store_url(self) -> str:
         """A new, empty database, as ``postgresql://`` for ``nb-agents serve --store``."""
         dsn = dict(part.split("=", 1) for part in self.server.create_database().split())
         return f"postgresql://{dsn['user']}@{dsn['host']}:{dsn['port']}/{dsn['dbname']}"
+
+    @staticmethod
+    def dbname(store_url: str) -> str:
+        """The database a `store_url` names."""
+        return store_url.rsplit("/", 1)[1]
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the postmaster, its live backends and its ended (waited-for) children."""
@@ -79,4 +149,7 @@ class Postgres:
         return total / CLK_TCK
 
     def stop(self) -> None:
-        self._pg.stop_server()
+        if self.counting:
+            self.server.remove()
+        else:
+            self._pg.stop_server()

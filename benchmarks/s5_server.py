@@ -1,4 +1,5 @@
-"""An S5 server process: ``python -m nb_agents serve`` of ``peers/nb_agents/s5_app.py`` on loopback.
+"""An S5 server process: ``python -m nb_agents serve`` of ``peers/nb_agents/s5_app.py`` on loopback
+(or the floor, `floor_app`, or Genkit's agent server, ``peers/genkit/s5_server.py``).
 
 `Server` starts the real command line on a free port of 127.0.0.1 with the
 store URL and the ledger file in its environment, waits until ``GET /``
@@ -16,12 +17,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 APP = os.path.join(HERE, "peers", "nb_agents", "s5_app.py")
+FLOOR = os.path.join(HERE, "floor_app.py")
+GENKIT = os.path.join(HERE, "peers", "genkit", "s5_server.py")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -40,18 +44,40 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def command(kind: str, port: int, store_url: str, python: str | None = None) -> list[str]:
+    """The command line of a server of `kind`: ``nb_agents`` (the CLI serving s5_app), ``floor``
+    (`floor_app`), ``genkit`` (Genkit's agent server, `peers/genkit/s5_server.py`, in `python`)."""
+    if kind == "nb_agents":
+        cmd = [sys.executable, "-m", "nb_agents", "serve", f"{APP}:agent", "--host", "127.0.0.1"]
+        return [*cmd, "--port", str(port), "--store", store_url, "--log-level", "warning"]
+    if kind == "floor":
+        return [sys.executable, FLOOR, "--port", str(port), "--store", store_url]
+    if kind == "genkit":
+        if python is None:
+            raise RuntimeError("Genkit's server runs in the genkit peer's virtualenv: no python given")
+        return [python, GENKIT, "--port", str(port)]
+    raise ValueError(f"unknown server kind {kind!r}")
+
+
 class Server:
-    """The nb_agents CLI serving s5_app on loopback; `stop` always ends the process."""
+    """A server of S5 on loopback (the nb_agents CLI by default); `stop` always ends the process."""
 
     def __init__(
-        self, store_url: str, ledger: str, work: str, name: str, *, fault_tool_s: float = 0.0
+        self,
+        store_url: str,
+        ledger: str,
+        work: str,
+        name: str,
+        *,
+        fault_tool_s: float = 0.0,
+        kind: str = "nb_agents",
+        python: str | None = None,
     ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path = os.path.join(work, f"server-{name}.log")
         self.gc_path = gc_path = os.path.join(work, f"gc-{name}.json")
-        cmd = [sys.executable, "-m", "nb_agents", "serve", f"{APP}:agent", "--host", "127.0.0.1"]
-        cmd += ["--port", str(self.port), "--store", store_url, "--log-level", "warning"]
+        cmd = command(kind, self.port, store_url, python)
         env = {**os.environ, "NB_BENCH_LEDGER": ledger, "NB_BENCH_GC_STATS": gc_path, "PYTHONUNBUFFERED": "1"}
         env["NB_BENCH_FAULT_TOOL_S"] = str(fault_tool_s)
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
@@ -66,6 +92,8 @@ class Server:
                 with urllib.request.urlopen(self.base + "/", timeout=2) as res:
                     if res.status == 200:
                         return
+            except urllib.error.HTTPError:
+                return  # it answers (a 404 from a server with no route at /)
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"the server did not answer within {START_TIMEOUT_S} s:\n{self.log_tail()}")

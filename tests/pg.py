@@ -78,8 +78,9 @@ def _die_with_parent() -> None:
 class PgServer:
     """One running server; `dsn(dbname)` connects to it as its superuser ``postgres``."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, settings: dict[str, str] | None = None) -> None:
         self.bindir = bindir
+        self.settings = dict(settings or {})  # more ``-c name=value`` (the benchmarks' pg_stat_statements)
         self.root = Path(tempfile.mkdtemp(prefix="nb-agents-pg-"))
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -152,6 +153,7 @@ class PgServer:
                     "full_page_writes=off",
                     "-c",
                     "max_connections=300",
+                    *(x for k, v in self.settings.items() for x in ("-c", f"{k}={v}")),
                 ],  # fmt: skip
                 user=self._user,
                 stdout=log,

@@ -1,15 +1,34 @@
 """Pending rows and the heartbeat that keeps them alive.
 
 A turn that runs where its caller cannot see it (a detached turn, or a claimed
-resume) has a ``pending`` snapshot row. `keep_alive` refreshes its heartbeat
-so readers know the worker lives (a stale one reads ``expired``), and notices
-an abort written from outside (another process, the HTTP companion). Tasks
-started here are kept referenced until they finish.
+resume) has a ``pending`` snapshot row. `keep_alive` puts it under watch: its
+heartbeat is refreshed so readers know the worker lives (a stale one reads
+``expired``), and an abort written from outside (another process, the HTTP
+companion) is noticed and reported to the turn.
+
+One `_Watcher` per store and event loop watches every pending row of that
+store on that loop, in one task that sleeps until the earliest thing due
+(and ends a poll interval after the last row left): a turn costs no task,
+timer or read of its own. It reads a row
+
+* when the store says the row may have changed (its ``on_change`` callback:
+  a save in this process, or PostgreSQL's NOTIFY from any process), unless
+  the turn has finished by then (its own final write is such a change);
+* a poll interval after the watch began, and then every poll interval, for a
+  store that cannot tell of other processes' saves (SQLite, files); for one
+  that can (PostgreSQL), once a second after it began (a change told before
+  the watch listened), then with each heartbeat;
+
+and saves its heartbeat every ``store.heartbeat_interval``. A store without
+``on_change`` (a third-party one) is read every poll interval. Tasks started
+here are kept referenced until they finish.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 from collections.abc import Callable
 
 from .._sync import Signal
@@ -18,6 +37,12 @@ from ..stores.base import SessionStore, now_iso
 from ..types import SessionSnapshot
 
 __all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
+
+log = logging.getLogger("nb_agents.engine")
+
+# Seconds before the one read of a row whose store tells of every process's saves: only a
+# change told before the watch listened can be missed (an abort within moments of the claim)
+_FIRST_READ_NOTICED = 1.0
 
 
 def pending_row(
@@ -38,50 +63,172 @@ def pending_row(
     )
 
 
-async def keep_alive(
+def keep_alive(
     store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
 ) -> None:
-    """Refresh the pending row's heartbeat until it is settled; call `on_abort` if it is aborted.
-
-    Between reads it waits for the store to say the row may have changed
-    (``wait_changed``, e.g. PostgreSQL's NOTIFY), at most a poll interval; a
-    store without that hook is polled.
-    """
-    interval = store.heartbeat_interval.total_seconds()
+    """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
+    is aborted. Returns at once; the row is watched by its store's watcher on this loop."""
     loop = asyncio.get_running_loop()
-    next_beat = loop.time() + interval
-    await _pause(store, snapshot_id, done, store.poll_interval)  # the row was just written
-    while not done.is_set():
-        snap = await store.get_snapshot(snapshot_id)
-        if snap is None or snap.status not in ("pending", "expired"):
-            if snap is not None and snap.status in ("aborted", "aborting"):
-                on_abort()
+    per_loop = _WATCHERS.get(loop)
+    if per_loop is None:
+        per_loop = _WATCHERS[loop] = {}
+    watcher = per_loop.get(id(store))
+    if watcher is None or watcher.store is not store:
+        watcher = per_loop[id(store)] = _Watcher(store, loop, per_loop)
+    watcher.watch(snapshot_id, done, on_abort)
+
+
+class _Row:
+    """One watched pending row."""
+
+    __slots__ = ("beat_at", "done", "on_abort", "read_at", "snapshot_id", "stop")
+
+    def __init__(
+        self,
+        snapshot_id: str,
+        done: asyncio.Event,
+        on_abort: Callable[[], None],
+        read_at: float,
+        beat_at: float,
+    ) -> None:
+        self.snapshot_id = snapshot_id
+        self.done = done
+        self.on_abort = on_abort
+        self.read_at = read_at
+        self.beat_at = beat_at
+        self.stop: Callable[[], None] | None = None
+
+
+class _Watcher:
+    """The pending rows of one store on one event loop, and the one task that watches them."""
+
+    def __init__(
+        self, store: SessionStore, loop: asyncio.AbstractEventLoop, registry: dict[int, _Watcher]
+    ) -> None:
+        self.store = store
+        self.loop = loop
+        self.registry = registry
+        self.rows: dict[str, _Row] = {}
+        self.task: asyncio.Task[None] | None = None
+        self.wake: asyncio.Future[None] | None = None
+        self.wake_at = float("inf")
+        self.poll = store.poll_interval
+        self.interval = store.heartbeat_interval.total_seconds()
+        self.notices = bool(getattr(store, "notices_other_processes", False))
+        self.on_change: Callable[[str, Callable[[], None]], Callable[[], None]] | None = getattr(
+            store, "on_change", None
+        )
+
+    def watch(self, snapshot_id: str, done: asyncio.Event, on_abort: Callable[[], None]) -> None:
+        now = self.loop.time()
+        first = self.poll if not self.notices else max(self.poll, _FIRST_READ_NOTICED)
+        row = _Row(snapshot_id, done, on_abort, now + first, now + self.interval)
+        old = self.rows.pop(snapshot_id, None)
+        if old is not None and old.stop is not None:
+            old.stop()
+        self.rows[snapshot_id] = row
+        if self.on_change is not None:
+            row.stop = self.on_change(snapshot_id, lambda: self._changed(row))
+        if self.task is None:
+            self.task = spawn(self._run())
+        elif row.read_at < self.wake_at:
+            self._wake()
+
+    def _changed(self, row: _Row) -> None:
+        """The store says the row may have changed: read it soon, unless its turn is over."""
+        if self.rows.get(row.snapshot_id) is not row:
             return
-        if loop.time() >= next_beat:
-            next_beat = loop.time() + interval
-            await store.save_snapshot(snapshot_id, _beat)
-        await _pause(store, snapshot_id, done, max(0.0, next_beat - loop.time()))
+        if row.done.is_set():
+            self._drop(row)  # its own final write, most often: nothing to read
+            return
+        row.read_at = self.loop.time()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
+
+    def _drop(self, row: _Row) -> None:
+        if self.rows.get(row.snapshot_id) is row:
+            del self.rows[row.snapshot_id]
+            if not self.rows and self.wake_at > self.loop.time() + self.poll:
+                self._wake()  # none left: linger a poll interval, not until a far heartbeat
+        if row.stop is not None:
+            row.stop()
+            row.stop = None
+
+    async def _run(self) -> None:
+        idle = False
+        try:
+            while True:
+                now = self.loop.time()
+                for row in [r for r in self.rows.values() if r.done.is_set()]:
+                    self._drop(row)
+                if not self.rows:
+                    if idle:
+                        break
+                    # linger a poll interval: the next turn (sequential calls) needs no new task
+                    idle = True
+                    await self._sleep_until(now + self.poll)
+                    continue
+                idle = False
+                due = min(min(r.read_at, r.beat_at) for r in self.rows.values())
+                if due > now:
+                    await self._sleep_until(due)
+                    continue
+                for row in list(self.rows.values()):
+                    if row.done.is_set() or self.rows.get(row.snapshot_id) is not row:
+                        continue
+                    try:
+                        if row.read_at <= now or row.beat_at <= now:
+                            await self._check(row, now)
+                    except Exception:  # one row's store error must not stop the others
+                        log.warning("the heartbeat of turn %s stopped", row.snapshot_id, exc_info=True)
+                        self._drop(row)
+        finally:
+            self.task = None
+            for row in list(self.rows.values()):  # cancelled (the loop is closing): nothing more to do
+                self._drop(row)
+            if self.registry.get(id(self.store)) is self:
+                del self.registry[id(self.store)]
+
+    async def _sleep_until(self, when: float) -> None:
+        self.wake = wake = self.loop.create_future()
+        self.wake_at = when
+        timer = self.loop.call_at(when, _set, wake)
+        try:
+            await wake
+        finally:
+            timer.cancel()
+            self.wake, self.wake_at = None, float("inf")
+
+    async def _check(self, row: _Row, now: float) -> None:
+        """Read the row (its turn ends here if it settled), and refresh its heartbeat when due."""
+        snap = await self.store.get_snapshot(row.snapshot_id)
+        if row.done.is_set():
+            self._drop(row)
+            return
+        if snap is None or snap.status not in ("pending", "expired"):
+            self._drop(row)
+            if snap is not None and snap.status in ("aborted", "aborting"):
+                row.on_abort()
+            return
+        row.read_at = now + self.poll if not self.notices else max(row.beat_at, now + self.poll)
+        if row.beat_at <= now:
+            row.beat_at = self.loop.time() + self.interval
+            if self.notices:
+                row.read_at = row.beat_at
+            await self.store.save_snapshot(row.snapshot_id, _beat)
 
 
-async def _pause(store: SessionStore, snapshot_id: str, done: asyncio.Event, longest: float) -> None:
-    """Until the turn is done, the row may have changed, or `longest` seconds passed.
+_WATCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _Watcher]] = (
+    weakref.WeakKeyDictionary()
+)
 
-    A store told of other processes' saves (PostgreSQL's NOTIFY) is waited on
-    for as long as that; any other is asked again after a poll interval, so an
-    abort written by another process is noticed as soon as before.
-    """
-    if not getattr(store, "notices_other_processes", False):
-        longest = min(longest, store.poll_interval)
-    wait_changed = getattr(store, "wait_changed", None)
-    ended = asyncio.ensure_future(done.wait())
-    changed = asyncio.ensure_future(
-        wait_changed(snapshot_id, longest) if wait_changed is not None else asyncio.sleep(longest)
-    )
-    try:
-        await asyncio.wait({ended, changed}, timeout=longest + 1, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (ended, changed):
-            task.cancel()
+
+def _set(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _beat(cur: SessionSnapshot | None) -> SessionSnapshot | None:

@@ -324,7 +324,7 @@ class Invocation:
                 snapshot_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
             )
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
-        spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
+        keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)  # issue 23: no task
 
 
 async def invoke(

@@ -30,7 +30,7 @@ This class holds what every store answers alike, on top of those:
 * a pending row whose heartbeat is older than the store's
   ``heartbeat_timeout`` reads ``expired`` (`effective_status`);
 * every committed write of a row wakes the waiters of that row in this
-  process (`._changes`); ``wait_changed`` waits there.
+  process (`._changes`); ``wait_changed`` waits there, ``on_change`` calls back.
 
 A store that does not subclass it (a third-party one) only has to satisfy
 the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
@@ -278,6 +278,11 @@ class BaseSessionStore(Generic[Tx]):
         Returns at once when the row is no longer pending (see `SessionStore.wait_changed`).
         """
         await self._changes.wait(snapshot_id, timeout, lambda: self._run(READ, _settled, snapshot_id))
+
+    def on_change(self, snapshot_id: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` on the calling event loop whenever the row may have changed (as
+        `wait_changed` wakes), until the returned function is called: a watch without a task."""
+        return self._changes.subscribe(snapshot_id, callback)
 
     async def session_ids(self) -> list[str]:
         """Every session id with at least one snapshot, oldest first."""

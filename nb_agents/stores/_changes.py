@@ -1,11 +1,13 @@
 """`Changes`: who waits for which row, and waking them when it changes.
 
-A running turn waits on its own pending row (`SessionStore.wait_changed`) to
-notice an abort without polling. A store wakes the waiters of a row from its
+A running turn watches its own pending row to notice an abort without
+polling: the engine's heartbeat subscribes a callback (`subscribe`), and
+`SessionStore.wait_changed` waits on a future. A store wakes both from its
 save path, after the transaction committed; PostgreSQL also wakes them from
 its LISTEN connection when another process saved the row (`._pg_listen`).
 Waiters may be on any thread's event loop, as the stores are shared between
-loops: each waits on a future of its own loop, woken thread-safely.
+loops: each waits on a future, or is called back, on its own loop, woken
+thread-safely from another thread.
 
 Stores of one file or directory in one process share one `Changes`
 (`shared`), so a save through one store object wakes a waiter on another.
@@ -22,6 +24,7 @@ from collections.abc import Awaitable, Callable
 __all__ = ["Changes", "shared"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_Subscriber = tuple[asyncio.AbstractEventLoop, Callable[[], None]]
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -40,19 +43,49 @@ class Changes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[str, set[_Waiter]] = {}
+        self._subscribers: dict[str, set[_Subscriber]] = {}
 
     def notify(self, snapshot_id: str | None) -> None:
         """Wake the waiters of `snapshot_id` (None: every waiter, as after missed notifications)."""
         with self._lock:
-            if not self._waiters:
+            if not self._waiters and not self._subscribers:
                 return
             if snapshot_id is None:
                 found = [w for waiters in self._waiters.values() for w in waiters]
+                called = [s for subs in self._subscribers.values() for s in subs]
             else:
                 found = list(self._waiters.get(snapshot_id, ()))
+                called = list(self._subscribers.get(snapshot_id, ()))
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None  # a store's worker thread, or the LISTEN thread
         for loop, fut in found:
             with contextlib.suppress(RuntimeError):  # its loop was closed: nobody waits any more
                 loop.call_soon_threadsafe(_wake, fut)
+        for loop, callback in called:
+            if loop is here:
+                loop.call_soon(callback)
+            else:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(callback)
+
+    def subscribe(self, snapshot_id: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` on the calling event loop after each notification of `snapshot_id`
+        (and of everything), until the returned function is called."""
+        entry: _Subscriber = (asyncio.get_running_loop(), callback)
+        with self._lock:
+            self._subscribers.setdefault(snapshot_id, set()).add(entry)
+
+        def stop() -> None:
+            with self._lock:
+                subs = self._subscribers.get(snapshot_id)
+                if subs is not None:
+                    subs.discard(entry)
+                    if not subs:
+                        del self._subscribers[snapshot_id]
+
+        return stop
 
     async def wait(self, snapshot_id: str, timeout: float, settled: Callable[[], Awaitable[bool]]) -> None:
         """Until `snapshot_id` is notified or `timeout` seconds passed.
@@ -77,9 +110,9 @@ class Changes:
                         del self._waiters[snapshot_id]
 
     def waiting(self) -> int:
-        """How many waiters there are (for tests and reprs)."""
+        """How many waiters and subscribers there are (for tests and reprs)."""
         with self._lock:
-            return sum(len(w) for w in self._waiters.values())
+            return sum(len(w) for w in self._waiters.values()) + sum(map(len, self._subscribers.values()))
 
 
 _SHARED: weakref.WeakValueDictionary[str, Changes] = weakref.WeakValueDictionary()

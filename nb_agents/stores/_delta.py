@@ -257,9 +257,10 @@ class MessageCache:
         True
     """
 
-    def __init__(self) -> None:
+    def __init__(self, rows: int = _CACHE_ROWS) -> None:
         self._items: OrderedDict[Hashable, tuple[int, tuple[Message, ...]]] = OrderedDict()
         self._size = 0
+        self._rows = rows
         self._lock = threading.Lock()
 
     def get(self, seq: Hashable, rev: int) -> tuple[Message, ...] | None:
@@ -275,7 +276,7 @@ class MessageCache:
             old = self._items.pop(seq, None)
             self._size += len(messages) - (len(old[1]) if old else 0)
             self._items[seq] = (rev, tuple(messages))
-            while len(self._items) > 1 and (len(self._items) > _CACHE_ROWS or self._size > _CACHE_MESSAGES):
+            while len(self._items) > 1 and (len(self._items) > self._rows or self._size > _CACHE_MESSAGES):
                 self._size -= len(self._items.popitem(last=False)[1][1])
 
     def clear(self) -> None:

@@ -1,6 +1,6 @@
 """`PgListener`: one LISTEN connection per `PostgresSessionStore`, shared by all its waiters.
 
-Every write that ends a pending row's run (an abort, a final write) sends
+Every write that aborts a pending row's run sends
 ``NOTIFY nb_agents_changes`` with the row's id in its transaction
 (`._pg_rows`), from whichever process wrote it.
 The listener holds one connection of its own in a daemon thread, blocked in

@@ -1,8 +1,13 @@
 """The connections of `PostgresSessionStore`: a small pool of sync psycopg connections.
 
-Each connection serves one transaction at a time, in whichever thread asks.
-A pooled connection that the server closed (a restart, an idle timeout) is
-dropped and another taken; a forked child starts an empty pool of its own,
+Each connection serves one transaction at a time, in whichever thread asks:
+an explicit one (`transaction`), or one statement that commits on its own
+(`run`, autocommit: no ``BEGIN``/``COMMIT`` round trips). ``BEGIN`` and
+``COMMIT`` are sent unprepared (so ``pg_stat_statements`` sees each one). A
+pooled connection that the server closed (a restart, an idle timeout) is
+dropped and another taken: one that has anything to read while idle (the
+server's goodbye, or the end of the stream) is not used, and one that fails
+its ``BEGIN``, or a read, is replaced; a forked child starts an empty pool of its own,
 and keeps the connections it inherited referenced and unused (closing one
 would end the parent's session on the shared socket; the garbage collector
 would not, but would warn). The idle connections are closed by `close`, or
@@ -15,14 +20,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
 __all__ = ["PgPool"]
+
+T = TypeVar("T")
 
 # Connections a forked child inherited: never used, closed or collected there.
 _INHERITED: list[psycopg.Connection[Any]] = []
@@ -39,7 +47,10 @@ class PgPool:
 
     Args:
         dsn: The libpq connection string.
-        size: Idle connections kept for reuse.
+        size: Connections kept for reuse, and at most in use at once: a caller
+            past that waits for one to be handed back (a connection a burst
+            opens and closes again costs the server more than the wait). 0:
+            none kept, no bound.
         init: Run on new connections until it succeeded once (per process):
             creates the schema.
         on_fork: Called when the pool finds itself in a forked child.
@@ -61,6 +72,8 @@ class PgPool:
         self._on_fork = on_fork
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
+        self._leased = 0  # connections handed out and not back yet
         self._pid = os.getpid()
         self._ready = False
         self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
@@ -74,11 +87,36 @@ class PgPool:
                 yield conn
             except BaseException:
                 with contextlib.suppress(psycopg.Error):  # a broken connection is closed on release
-                    conn.execute("ROLLBACK")
+                    conn.execute("ROLLBACK", prepare=False)
                 raise
-            conn.execute("COMMIT")
+            conn.execute("COMMIT", prepare=False)
         finally:
             self._release(conn)
+
+    def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, idempotent: bool) -> T:
+        """``fn(conn)`` on a connection outside any transaction: each statement commits on its own.
+
+        A pooled connection that fails is replaced and `fn` run again only when
+        `idempotent` (a read): a write that failed may have committed.
+        """
+        while True:
+            conn, pooled = self._acquire()
+            try:
+                out = fn(conn)
+            except psycopg.OperationalError:
+                conn.close()
+                self._release(conn)
+                if not (pooled and idempotent):
+                    raise
+                continue
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK", prepare=False)
+                self._release(conn)
+                raise
+            self._release(conn)
+            return out
 
     def close(self) -> None:
         """Close the idle connections (those in use are closed or pooled when released)."""
@@ -92,15 +130,17 @@ class PgPool:
         while True:
             conn, pooled = self._acquire()
             try:
-                conn.execute(begin)
+                conn.execute(begin, prepare=False)
                 return conn
             except psycopg.OperationalError:
                 conn.close()
+                self._release(conn)
                 if not pooled:
                     raise
                 # the server closed a pooled connection (a restart, an idle timeout): take another
             except BaseException:
                 conn.close()
+                self._release(conn)
                 raise
 
     def _acquire(self) -> tuple[psycopg.Connection[Any], bool]:
@@ -112,18 +152,38 @@ class PgPool:
                 self._pid, self._ready = os.getpid(), False
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
+                self._leased = 0
                 self._on_fork()
-            if self._idle:
-                return self._idle.pop(), True
-        return self._connect(), False
+            while self._size and not self._idle and self._leased >= self._size:
+                self._returned.wait()
+            self._leased += 1
+            while self._idle:
+                conn = self._idle.pop()
+                if _idle_and_open(conn):
+                    return conn, True
+                _discard(conn)
+        try:
+            return self._connect(), False
+        except BaseException:
+            self._hand_back()
+            raise
 
     def _release(self, conn: psycopg.Connection[Any]) -> None:
-        if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            with self._lock:
-                if len(self._idle) < self._size and self._pid == os.getpid():
-                    self._idle.append(conn)
-                    return
-        conn.close()
+        """The end of a lease: the connection is pooled again, or closed."""
+        usable = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        with self._lock:
+            pooled = usable and len(self._idle) < self._size and self._pid == os.getpid()
+            if pooled:
+                self._idle.append(conn)
+            self._leased = max(0, self._leased - 1)
+            self._returned.notify()
+        if not pooled:
+            conn.close()
+
+    def _hand_back(self) -> None:
+        with self._lock:
+            self._leased = max(0, self._leased - 1)
+            self._returned.notify()
 
     def _connect(self) -> psycopg.Connection[Any]:
         conn = psycopg.connect(self._dsn, autocommit=True)
@@ -135,3 +195,20 @@ class PgPool:
             conn.close()
             raise
         return conn
+
+
+def _idle_and_open(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a pooled connection looks usable: open, and with nothing to read while idle
+    (a server that closes a connection says so first, or the stream ends)."""
+    if conn.closed or conn.pgconn.status != psycopg.pq.ConnStatus.OK:
+        return False
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.OperationalError):
+        return False
+    return not readable
+
+
+def _discard(conn: psycopg.Connection[Any]) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()

@@ -22,13 +22,15 @@ come after it see the new generation.
 
 A session's agent and owner live in ``nb_agents_sessions``, once: the first
 row that names them sets them, every row of the session reads them back.
-A write that ends a pending row's run (its status leaves ``pending``: an
-abort, or the turn's final write) sends ``NOTIFY nb_agents_changes`` with its
-id (the empty payload, "anything changed", for an id too long for a payload)
-in its transaction, for the `wait_changed` of every process (`._pg_listen`).
-Heartbeats and new rows send nothing: a notifying transaction takes a
-server-wide lock at commit, and on a loaded machine three notices a cycle
-cost more than the rest of its commits together.
+A write that aborts a pending row's run (its status goes from ``pending`` to
+``aborting`` or ``aborted``) sends ``NOTIFY nb_agents_changes`` with its id
+(the empty payload, "anything changed", for an id too long for a payload) in
+its transaction, for the `wait_changed` of every process (`._pg_listen`).
+Nothing else does: a notifying transaction takes a server-wide lock at
+commit (on a loaded machine three notices a cycle cost more than the rest of
+its commits together), and every listening process reads each notice in a
+transaction of its own; a running turn waits on its own row for an abort
+only (its final write is its own).
 
 Schema version 2; `MIGRATE` brings a version 1 database to it in place: the
 claims' generation, and the sessions table filled from each session's rows
@@ -60,12 +62,22 @@ from ._delta import (
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["CHANNEL", "MIGRATE", "SCHEMA", "SCHEMA_VERSION", "ClaimRacedError", "PgRows", "notify_payload"]
+__all__ = [
+    "CHANNEL",
+    "aborts_a_run",
+    "MIGRATE",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "ClaimRacedError",
+    "PgRows",
+    "notify_payload",
+]
 
 SCHEMA_VERSION = 2
 CHANNEL = "nb_agents_changes"
 _MAX_PAYLOAD = 7999  # bytes: NOTIFY's limit is 8000
 _ID_LOCKS = 0x6E626964  # first key of pg_advisory_xact_lock(int, int) for one snapshot id: b"nbid"
+_READ_ATTEMPTS = 3  # outside a transaction; then in one
 SCHEMA = (
     # seq orders rows by insertion and is what a row's base points at: a base
     # is always an older row (base_seq < seq), so the chain cannot loop. Ids and
@@ -146,14 +158,15 @@ _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 _Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
 
 
-def ends_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
-    """Whether writing `new` over `current` ends a pending row's run (an abort, or its final write).
+def aborts_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
+    """Whether writing `new` over `current` aborts a pending row's run.
 
     Only these writes notify: a running turn waits on its own row for exactly
-    this (another process's abort); heartbeats and new rows are silent, since a
-    transaction that sends ``NOTIFY`` takes a server-wide lock at commit.
+    this (another process's abort); heartbeats, new rows and a turn's own final
+    write are silent, since a transaction that sends ``NOTIFY`` takes a
+    server-wide lock at commit, and each listener reads it in a transaction.
     """
-    return current is not None and current.status == "pending" and new.status != "pending"
+    return current is not None and current.status == "pending" and new.status in ("aborting", "aborted")
 
 
 def notify_payload(snapshot_id: str) -> str:
@@ -179,12 +192,27 @@ class PgRows:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []
+        # (id, seq, rev, the row as read or written): what the store remembers once this is over
+        self.seen: list[tuple[str, int, int, SessionSnapshot]] = []
         self._loaded: dict[str, _Row | None] = {}  # the rows `load` locked, for `write`
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
-        row: _Row | None = self.conn.execute(_BY_ID, (snapshot_id,)).fetchone()
-        return self._decode(row) if row is not None else None
+        """The row; outside a transaction too (autocommit): a row whose history takes a
+        second query is read again when it changed in between, so both are of one version."""
+        for _ in range(_READ_ATTEMPTS):
+            row: _Row | None = self.conn.execute(_BY_ID, (snapshot_id,)).fetchone()
+            if row is None:
+                return None
+            try:
+                snap = self._decode(row)
+            except _RowChangedError:
+                continue
+            self.seen.append((snapshot_id, row[0], row[1], snap))
+            return snap
+        with self.conn.transaction():  # rewritten at every look: read it in one snapshot
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False)
+            return self.get(snapshot_id)
 
     def load(self, snapshot_id: str) -> SessionSnapshot | None:
         # the id's lock covers a row that does not exist yet: two first saves serialize
@@ -237,7 +265,7 @@ class PgRows:
                 "UPDATE nb_agents_snapshots SET session_id = %s, parent_id = %s, created_at = %s, meta = %s, "
                 "state = %s, base_seq = %s, base_len = %s, tail = %s, rev = %s WHERE seq = %s"
             )
-            if ends_a_run(current, new):
+            if aborts_a_run(current, new):
                 self.conn.execute(
                     update + f" RETURNING pg_notify('{CHANNEL}', %s)",
                     (*cols, rev, seq, notify_payload(snapshot_id)),
@@ -248,6 +276,13 @@ class PgRows:
                 self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
         if messages is not None:
             self.written.append((seq, rev, messages))
+        written = self._with_session(new, row, current)
+        self.seen.append((snapshot_id, seq, rev, written))
+        return written
+
+    def _with_session(
+        self, new: SessionSnapshot, row: _Row | None, current: SessionSnapshot | None
+    ) -> SessionSnapshot:
         if new.session_id is None:
             return new
         # the session's agent and owner: as the loaded row read them, unless this row sets one
@@ -348,12 +383,20 @@ class PgRows:
         return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(row), row[7], row[8])
 
     def _messages(self, row: _Row) -> list[Message]:
-        """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
-        return history(
-            self.cache,
-            row[0],
-            row[1],
-            row[4] is not None,
-            row[6],
-            lambda: self.conn.execute(_CHAIN, (row[0],)),
-        )
+        """A row's whole history: its base chain in one recursive query, from the nearest cached row.
+
+        Raises `_RowChangedError` when the chain starts at another revision of the row than
+        `row` (outside a transaction, a write came in between).
+        """
+
+        def chain() -> list[tuple[int, int, int, Any]]:
+            links = self.conn.execute(_CHAIN, (row[0],)).fetchall()
+            if not links or (links[0][0], links[0][1]) != (row[0], row[1]):
+                raise _RowChangedError(row[0])
+            return links
+
+        return history(self.cache, row[0], row[1], row[4] is not None, row[6], chain)
+
+
+class _RowChangedError(Exception):
+    """The row was written between reading it and reading its history: read it again."""

@@ -16,10 +16,15 @@ so it never blocks an event loop and works from any thread or loop (the
 * the tables are created on first use under an advisory lock, so two
   processes starting at once do not race on ``CREATE TABLE`` (and a
   database of an older schema version is migrated there, in place);
-* a write that ends a pending row's run (an abort, a final write) notifies
-  its id (``NOTIFY``, in its transaction), and one listening connection per
-  store (`._pg_listen`) wakes the store's `wait_changed` waiters, whichever
-  process wrote: a running turn notices an abort without polling.
+* a write that aborts a pending row's run notifies its id (``NOTIFY``, in
+  its transaction), and one listening connection per store (`._pg_listen`)
+  wakes the store's `wait_changed` waiters and ``on_change`` callbacks,
+  whichever process wrote: a running turn notices an abort without polling;
+* a read is one statement outside any transaction (a history that takes a
+  second query is checked to be of the same revision of the row); the writes
+  of an approval cycle (a new row, a claim with its pending row, a fenced
+  final row with its audit) are one statement each when what they build on
+  is known here and still holds (`._pg_fast`), else the transaction above.
 
 psycopg is imported here only; ``import nb_agents`` never loads it.
 """
@@ -27,7 +32,7 @@ psycopg is imported here only; ``import nb_agents`` never loads it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -42,12 +47,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'nb_agents[postgres]'") from exc
 
 from ..errors import FailedPreconditionError
+from ..types import SessionSnapshot
 from ._base import BaseSessionStore
 from ._delta import MessageCache
+from ._pg_fast import FastWrites, RecentRows
 from ._pg_listen import PgListener
 from ._pg_pool import PgPool
 from ._pg_rows import MIGRATE, SCHEMA, SCHEMA_VERSION, ClaimRacedError, PgRows
-from .base import HEARTBEAT_TIMEOUT
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
 
@@ -55,9 +62,11 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 _SCHEMA_LOCK = 0x6E625F6167656E74  # pg_advisory_xact_lock(bigint) key: b"nb_agent"
-_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # the row and its chain from one snapshot
 _WRITE = "BEGIN"
 _DEADLOCK_RETRIES = 3
+# histories kept: a server with many turns in flight still finds each one's parent (its
+# final row is one statement only when the parent's history is at hand: `._pg_fast`)
+_CACHE_ROWS = 1024
 
 
 class PostgresSessionStore(BaseSessionStore[PgRows]):
@@ -74,7 +83,8 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
 
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
-        pool_size: Idle connections kept for reuse (per process).
+        pool_size: Connections kept for reuse, and at most in use at once (per
+            process; more callers wait for one). 0: none kept, no bound.
         heartbeat_timeout: When a pending row whose heartbeat is older reads
             ``expired`` (seconds or a `timedelta`; every process should agree).
 
@@ -101,7 +111,8 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._dsn = dsn
         # what the repr shows; never the password
         self._where = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
-        self._cache = MessageCache()
+        self._cache = MessageCache(_CACHE_ROWS)
+        self._recent = RecentRows()
         # the pool's callbacks do not hold the store: no reference cycle, so a store
         # dropped without `close` frees its pool, which closes its connections
         self._pool = PgPool(dsn, pool_size, partial(_init_schema, repr(self)), _forked(self))
@@ -116,6 +127,7 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._listener.close()
         self._pool.close()
         self._cache.clear()
+        self._recent.clear()
 
     notices_other_processes = True  # wait_changed wakes on a save from any process (NOTIFY)
 
@@ -127,8 +139,60 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._listener.start()
         await super().wait_changed(snapshot_id, timeout)
 
+    def on_change(self, snapshot_id: str, callback: Callable[[], None]) -> Callable[[], None]:
+        """As `wait_changed`, a callback: on a save of the row by any process (LISTEN/NOTIFY)."""
+        self._listener.start()
+        return super().on_change(snapshot_id, callback)
+
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
+
+    async def save_snapshot(
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
+        if add_rules:  # a session's rules change with the row: the general path locks them too
+            return await super().save_snapshot(
+                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
+            )
+        fast = FastWrites(self._recent, self._cache)
+        done = await anyio.to_thread.run_sync(
+            partial(
+                self._pool.run,
+                partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence),
+                idempotent=False,
+            )
+        )
+        if isinstance(done, str):  # SLOW
+            return await super().save_snapshot(snapshot_id, mutator, audit=audit, fence=fence)
+        self._changed(snapshot_id)
+        return done
+
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+        fast = FastWrites(self._recent, self._cache)
+        claim = ResumeClaim(digest, child_id)
+        done = await anyio.to_thread.run_sync(
+            partial(
+                self._pool.run,
+                partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending),
+                idempotent=True,
+            )
+        )
+        if isinstance(done, str):  # SLOW
+            return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
+        won, current = done
+        if won and pending is not None:
+            self._changed(child_id)
+        return current
 
     # -- transactions (in a worker thread) ----------------------------------------
     async def _run(
@@ -139,10 +203,20 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
     def _transaction(
         self, write: bool, fn: Callable[Concatenate[PgRows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """``fn(rows, *args, **kwargs)`` in one transaction; what it wrote is cached once committed."""
+        """``fn(rows, *args, **kwargs)`` in one transaction; what it wrote is cached once committed.
+
+        A read runs outside any transaction: each of its statements sees what was
+        committed when it began (`PgRows.get` reads a row and its history consistently).
+        """
         if not write:
-            with self._pool.transaction(_READ) as conn:
-                return fn(PgRows(conn, self._cache), *args, **kwargs)
+
+            def read(conn: psycopg.Connection[Any]) -> tuple[T, PgRows]:
+                rows = PgRows(conn, self._cache)
+                return fn(rows, *args, **kwargs), rows
+
+            got, seen = self._pool.run(read, idempotent=True)
+            self._remember(seen)
+            return got
         deadlocks = 0
         while True:
             try:
@@ -160,7 +234,12 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
                 pass  # rolled back; the next run reads the claim that won (or claims anew if released)
         for seq, rev, messages in rows.written:
             self._cache.put(seq, rev, messages)
+        self._remember(rows)
         return out
+
+    def _remember(self, rows: PgRows) -> None:
+        for snapshot_id, seq, rev, snap in rows.seen:
+            self._recent.note(snapshot_id, seq, rev, snap)
 
 
 def _forked(store: PostgresSessionStore) -> Callable[[], None]:
@@ -170,7 +249,8 @@ def _forked(store: PostgresSessionStore) -> Callable[[], None]:
     def forked() -> None:
         live = ref()
         if live is not None:
-            live._cache = MessageCache()
+            live._cache = MessageCache(_CACHE_ROWS)
+            live._recent = RecentRows()
 
     return forked
 

@@ -9,13 +9,14 @@ history with one recursive query over that chain.
 
 Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
 processes on the same file serialize). A short transaction runs right on the
-calling event loop with a busy timeout of 0: when another connection holds
-the write lock, SQLite answers "busy" at once, and the operation runs again
-in a worker thread that waits for the lock (up to 30 s). Only a transaction
-that committed is cached. So a turn costs no thread hops unless the database
-is contended; and the loop never waits on a lock, on an fsync
-(``synchronous="FULL"`` writes, and the periodic WAL checkpoint, run in the
-thread), or on another process. The database runs in WAL mode: readers
+calling event loop with a busy timeout of 0: when a writer of this process
+holds the database (a worker thread's), a write waits for it on the loop and
+then runs there; when another process's does, SQLite answers "busy" at once,
+and the operation runs again in a worker thread that waits for the lock (up
+to 30 s). Only a transaction that committed is cached. So a turn costs no
+thread hops unless another process contends; and the loop never blocks on a
+lock, on an fsync (``synchronous="FULL"`` writes, and the periodic WAL
+checkpoint, run in the thread), or on another process. The database runs in WAL mode: readers
 never wait for the writer. Pooled connections are closed by `close`, or when
 the store is garbage-collected, or at interpreter exit; a forked child keeps
 the ones it inherited referenced and unused (SQLite forbids using them there).
@@ -29,6 +30,8 @@ newer one is refused.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -57,17 +60,59 @@ P = ParamSpec("P")
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _POOL_MAX = 8
 _BUSY_TIMEOUT_MS = 30_000
-# Connections on the loop never checkpoint; every Nth write runs in the thread,
-# whose connection checkpoints once the WAL holds 1000 pages (SQLite's default).
-_CHECKPOINT_EVERY = 128
+# Connections on the loop never checkpoint; after every Nth write a worker thread
+# runs a passive checkpoint (it waits for no writer, and no writer waits for it):
+# at about 5 pages a write, about SQLite's default of one per 1000 pages of WAL.
+_CHECKPOINT_EVERY = 200
 _SQLITE_BUSY = 5
 
 
 # One writer at a time per database file in this process. Writers queue on this
 # lock (woken at once when it frees) instead of in SQLite's busy handler, which
 # sleeps in growing steps and turns a short wait into a long tail under load.
-_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS: dict[str, _FileWriteLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
+
+
+class _FileWriteLock:
+    """The write lock of one database file in this process.
+
+    A worker thread waits for it blocking; a write on an event loop does not
+    block: it waits on its loop (`released`) and then runs there, instead of
+    moving to a thread (a thread hop, and the GIL passed back and forth, per write).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def acquire(self, *, blocking: bool) -> bool:
+        return self._lock.acquire(blocking=blocking)
+
+    def release(self) -> None:
+        self._lock.release()
+        if not self._waiters:  # a waiter added meanwhile sees the lock free (see `released`)
+            return
+        with self._guard:
+            waiters, self._waiters = self._waiters, []
+        for loop, fut in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop was closed
+                loop.call_soon_threadsafe(_wake, fut)
+
+    async def released(self) -> None:
+        """Until the lock is (or was, since this call) released."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._guard:
+            self._waiters.append((loop, fut))
+        if self._lock.locked():
+            await fut
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 # Connections a forked child inherited: never used, closed or collected there.
@@ -81,14 +126,17 @@ def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
                 pool.pop().close()
 
 
-def _write_lock(path: str) -> threading.Lock:
+def _write_lock(path: str) -> _FileWriteLock:
     key = os.path.realpath(path)
     with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+        found = _WRITE_LOCKS.get(key)
+        if found is None:
+            found = _WRITE_LOCKS[key] = _FileWriteLock()
+        return found
 
 
 class _BusyError(UnavailableError):
-    """Another writer of this process holds the database: don't wait on the loop."""
+    """Another writer of this process holds the database: don't block the loop waiting for it."""
 
     def __init__(self) -> None:
         super().__init__("another writer of this process holds the database")
@@ -169,20 +217,37 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
     ) -> T:
         """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
 
-        A write that found the database busy never started (``BEGIN IMMEDIATE``
-        is its first statement), so its mutator runs once, in the thread.
+        A write that finds another writer of this process at work waits for it
+        on the loop, then runs there; one that finds another process's writer
+        (SQLite says busy) runs in a thread, which waits for the database. A
+        write that found the database busy never started (``BEGIN IMMEDIATE``
+        is its first statement), so its mutator runs once.
         """
         if self._ready and (not write or self._inline_writes):
             self._writes += write
-            if not write or self._writes % _CHECKPOINT_EVERY:
+            while True:
                 try:
-                    return self._transaction(write, True, fn, args, kwargs)
-                except (_NotReadyError, _BusyError):
-                    pass
+                    out = self._transaction(write, True, fn, args, kwargs)
+                except _NotReadyError:
+                    break
+                except _BusyError:
+                    await self._write_lock.released()
+                    if not self._ready:
+                        break
+                    continue
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
+                    break
+                if write and self._writes % _CHECKPOINT_EVERY == 0:
+                    await anyio.to_thread.run_sync(self._checkpoint)
+                return out
         return await anyio.to_thread.run_sync(self._transaction, write, False, fn, args, kwargs)
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop."""
+        with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
         """``fn(rows, *args, **kwargs)`` in a transaction (writes hold this process's write lock)."""
