@@ -44,7 +44,8 @@ status (the canonical gRPC status names Genkit uses on the wire), so
 The package's internal signals sit in the tree as well, though none reaches a
 caller: `PreTurnFailureError` (a failure found before a turn, answered in-band),
 `ClientStalledError` (``DEADLINE_EXCEEDED``: a streaming client stopped reading,
-dropped as a disconnect), `ClaimRacedError` (a PostgreSQL claim race, run again)
+dropped as a disconnect), `ClaimRacedError` (a PostgreSQL claim race, run again),
+`_RowChangedError` (``ABORTED``: a PostgreSQL row written while it was read, read again)
 and the SQLite store's busy and not-ready signals.
 
 A model error is a `ModelError` first: catch ``ModelError`` for "the provider
