@@ -25,6 +25,7 @@ from .endpoint import BaseAgent
 from .errors import (
     AbortedError,
     AgentError,
+    AlreadyResumedError,
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
@@ -110,6 +111,7 @@ __all__ = [
     "AgentResponse",
     "AgentStreamChunk",
     "AgentTurn",
+    "AlreadyResumedError",
     "ApprovalHold",
     "ApprovalRule",
     "Artifact",

@@ -1,4 +1,4 @@
-"""The sync bridge: one private event-loop thread, the ``_sync`` twins, a thread-safe signal.
+"""The one module that crosses event loops and threads: the private loop, the twins, tasks, a signal.
 
 Every public ``<verb>_sync`` is made by `twin` (or `stream_twin` for a verb that
 returns an async iterator) from its async verb, so a twin has exactly the
@@ -7,6 +7,12 @@ private loop that lives in a daemon thread started on first use, so the twins
 work in a plain script *and* inside an already running loop (a Jupyter cell,
 an async test) without nest-asyncio: the calling thread blocks on a
 `concurrent.futures.Future` while the private loop does the work.
+
+The other crossings live here too, so there is one place to read them:
+`on_portal` runs a coroutine on the private loop and awaits it from any loop
+(an MCP session lives on the private loop); `start` makes a widget's work a
+task on the running loop, or on the private loop in a plain script; `keep`
+holds a background task (a detached turn, a heartbeat) until it is done.
 
 `Signal` is the flag an abort sets. It may be set from any thread: set from a
 thread other than the loop that owns it, it hands the set to that loop
@@ -21,7 +27,19 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["Signal", "iterate", "portal_loop", "run", "stream_twin", "twin"]
+__all__ = [
+    "Signal",
+    "call_on",
+    "iterate",
+    "keep",
+    "on_portal",
+    "portal_loop",
+    "run",
+    "soon",
+    "start",
+    "stream_twin",
+    "twin",
+]
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -50,6 +68,67 @@ def portal_loop() -> asyncio.AbstractEventLoop:
             started.wait()
             _loop = loop
         return _loop
+
+
+async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on the private loop and wait for it from whichever loop we are on."""
+    loop = portal_loop()
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+def start(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """Start `coro` as a task on the running loop (else on the private loop): a widget's work."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        return loop.create_task(coro)
+
+    async def begin() -> asyncio.Task[T]:
+        return asyncio.ensure_future(coro)
+
+    return asyncio.run_coroutine_threadsafe(begin(), portal_loop()).result()
+
+
+# Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+def keep(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """Run `coro` as a task of the running loop that stays referenced until it is done."""
+    task = asyncio.ensure_future(coro)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+def soon(fn: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Call `fn` on `loop` (default: the private loop) soon, from any thread, without waiting."""
+    (loop or portal_loop()).call_soon_threadsafe(fn)
+
+
+def call_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], object]) -> None:
+    """Call `fn` on `loop` and wait until it ran: at once when we are on that loop, else from
+    this thread (an object bound to one loop, such as a connection, fed from another thread)."""
+    try:
+        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    if here is loop:
+        fn()
+        return
+
+    async def call() -> None:
+        fn()
+
+    asyncio.run_coroutine_threadsafe(call(), loop).result()
 
 
 async def _await(aw: Awaitable[T]) -> T:

@@ -12,28 +12,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, expire, invoke
-from ._engine.expiry import due_parts
-from ._engine.forking import fork_snapshot, forks_of
-from ._engine.limits import check_id
-from ._engine.ownership import Action, Authorize, visible
-from ._engine.session_rules import revoke_session_rule, session_rules
-from ._engine.spec import Decide
+from ._engine import AgentSpec, Authorize, Decide, Engine, InputCheck, PromptTurn, StateSigner
 from ._sync import twin
 from .chat import Chat, make_init
 from .connection import AgentConnection
 from .endpoint import BaseAgent
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import FailedPreconditionError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
+from .protocol import TurnStream
 from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
-from .stores.base import SessionStore, now_iso
+from .stores.base import SessionStore
 from .tools import Tool
 from .toolsets import Toolset
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
@@ -84,14 +78,19 @@ class Agent(BaseAgent):
         # a Mapping is kept as it is: a prompt agent's `ToolTable` grows as its toolsets are listed
         by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
-        self.spec = AgentSpec(
-            name, handler, store, signer, by_name, validate_input, authorize, tracks_tools, decide
+        self._engine = Engine(
+            AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools, decide)
         )
         self.name = name
         self.description = description
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, state_management={self.state_management!r})"
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The agent as the engine sees it (name, handler, store, tools, checks)."""
+        return self._engine.spec
 
     @property
     def handler(self) -> TurnHandler:
@@ -104,12 +103,17 @@ class Agent(BaseAgent):
     @store.setter
     def store(self, store: SessionStore | None) -> None:
         """Replace the store (``nb-agents serve --store`` does); turns already running keep theirs."""
-        self.spec = replace(self.spec, store=store)
+        self._engine.use_store(store)
 
     @property
     def state_management(self) -> str:
         """``"server"`` with a store, else ``"client"``."""
         return "server" if self.spec.store is not None else "client"
+
+    @property
+    def can_fork(self) -> bool:
+        """Whether `fork` works: with a store."""
+        return self.spec.store is not None
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -121,7 +125,8 @@ class Agent(BaseAgent):
 
     async def aclose(self) -> None:
         """Close the agent's toolsets (its MCP servers' connections); they reopen on next use."""
-        for toolset in getattr(self.spec.handler, "toolsets", ()):
+        handler = self.spec.handler
+        for toolset in handler.toolsets if isinstance(handler, PromptTurn) else ():
             await toolset.aclose()
 
     async def __aenter__(self) -> Agent:
@@ -139,12 +144,12 @@ class Agent(BaseAgent):
         Example:
             >>> agent.update_tools(transfer_money)               # doctest: +SKIP
         """
-        replace = getattr(self.spec.handler, "replace_tools", None)
-        if replace is None:
+        handler = self.spec.handler
+        if not isinstance(handler, PromptTurn):
             raise FailedPreconditionError(
                 f"agent '{self.name}' runs a custom handler: its tools are its own to replace"
             )
-        replace(tools)
+        handler.replace_tools(tools)
 
     # -- invocation -----------------------------------------------------------------
     def start(
@@ -154,11 +159,9 @@ class Agent(BaseAgent):
         options: CallOptions = _NO_OPTIONS,
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
-    ) -> Invocation:
-        """Open a raw invocation (the transport-level API servers use)."""
-        return Invocation(
-            self.spec, init or AgentInit(), options=options, on_chunk=on_chunk, abort_signal=abort_signal
-        )
+    ) -> TurnStream:
+        """Open a raw invocation (the transport-level API servers use): see `TurnStream`."""
+        return self._engine.open(init, options=options, on_chunk=on_chunk, abort_signal=abort_signal)
 
     async def invoke(
         self,
@@ -170,8 +173,8 @@ class Agent(BaseAgent):
         abort_signal: asyncio.Event | None = None,
     ) -> AgentOutput:
         """Run one turn from `init` in this process; a failed turn is returned in-band."""
-        return await invoke(
-            self.spec, input, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal
+        return await self._engine.invoke(
+            input, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal
         )
 
     def connect(
@@ -184,21 +187,9 @@ class Agent(BaseAgent):
     ) -> AgentConnection:
         """A multi-turn connection; use as ``async with`` (or ``with``)."""
         options = CallOptions(context=context) if context is not None else _NO_OPTIONS
-        return AgentConnection(self.spec, make_init(snapshot_id, session_id, state), options=options)
+        return AgentConnection(self._engine, make_init(snapshot_id, session_id, state), options=options)
 
     # -- snapshots --------------------------------------------------------------------
-    def _require_store(self, verb: str) -> SessionStore:
-        if self.spec.store is None:
-            raise FailedPreconditionError(
-                f"agent '{self.name}' has no store configured (client-managed state); {verb} needs one"
-            )
-        return self.spec.store
-
-    def _may(self, snap: SessionSnapshot | None, context: dict[str, Any] | None, action: Action) -> bool:
-        return snap is not None and visible(
-            snap, agent=self.name, context=context, action=action, authorize=self.spec.authorize
-        )
-
     async def get_snapshot(
         self,
         snapshot_id: str | None = None,
@@ -210,33 +201,9 @@ class Agent(BaseAgent):
 
         With a request `context`, another principal's (or another agent's)
         snapshot reads as unknown too, unless the agent's ``authorize`` grants it.
+        A pause past its deadline reads as its default left it.
         """
-        store = self._require_store("get_snapshot")
-        if (snapshot_id is None) == (session_id is None):
-            raise InvalidArgumentError("get_snapshot needs exactly one of snapshot_id and session_id")
-        check_id(snapshot_id, "snapshot_id")
-        check_id(session_id, "session_id")
-        if snapshot_id is not None:
-            snap = await store.get_snapshot(snapshot_id)
-        else:
-            assert session_id is not None
-            snap = await store.get_latest(session_id)
-        if not self._may(snap, context, "read"):
-            return None
-        assert snap is not None
-        if await self._expire(snap) is not None and session_id is not None:
-            snap = await store.get_latest(session_id)  # the session went on from the default
-        return snap
-
-    async def _expire(self, snap: SessionSnapshot) -> AgentOutput | None:
-        """Apply the defaults of `snap`'s pauses past their deadline (once, whoever reads first).
-
-        The turn the defaults ran, or None when none was due or an answer given in time holds the pause.
-        """
-        if snap.state is None or not due_parts(snap.state.messages):
-            return None
-        expired = await expire(self.spec, snap)
-        return expired.output if expired is not None and not expired.preempted else None
+        return await self._engine.get_snapshot(snapshot_id, session_id, context)
 
     async def expire_due(self) -> list[AgentOutput]:
         """Apply the default of every pause of this agent past its deadline; the turns it ran.
@@ -251,15 +218,7 @@ class Agent(BaseAgent):
             >>> [o.finish_reason for o in outs]               # doctest: +SKIP
             ['stop']
         """
-        store = self._require_store("expire_due")
-        outs: list[AgentOutput] = []
-        for sid in await store.session_ids():
-            leaf = await store.get_latest(sid)
-            if leaf is not None and (leaf.agent is None or leaf.agent == self.name):
-                out = await self._expire(leaf)
-                if out is not None:
-                    outs.append(out)
-        return outs
+        return await self._engine.expire_due()
 
     async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status.
@@ -267,26 +226,7 @@ class Agent(BaseAgent):
         Terminal snapshots are left as they are; an unknown id returns None (as
         does, with a request `context`, a snapshot the caller may not abort).
         """
-        store = self._require_store("abort")
-        check_id(snapshot_id, "snapshot_id")
-        if context is not None and not self._may(await store.get_snapshot(snapshot_id), context, "abort"):
-            return None
-        previous: str | None = None
-
-        def mutate(cur: SessionSnapshot | None) -> SessionSnapshot | None:
-            nonlocal previous
-            if cur is None:
-                return None
-            previous = cur.status or "completed"
-            if cur.status != "pending":
-                return None
-            return cur.model_copy(update={"status": "aborted", "updated_at": now_iso()})
-
-        current = await store.get_snapshot(snapshot_id)
-        await store.save_snapshot(snapshot_id, mutate)
-        if previous == "pending" and current is not None and current.status == "expired":
-            previous = "expired"
-        return previous
+        return await self._engine.abort(snapshot_id, context)
 
     async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
         """The sessions whose latest snapshot waits on interrupts, oldest first.
@@ -298,50 +238,28 @@ class Agent(BaseAgent):
         ``status``: `PendingTurn.retry` goes on. A pause past its deadline is not
         listed: its declared default is applied first (see `expire_due`).
         """
-        store = self._require_store("pending")
-        out: list[PendingTurn] = []
-        for sid in await store.session_ids():
-            leaf = await store.get_latest(sid)
-            if leaf is not None and self._may(leaf, context, "read") and await self._expire(leaf) is not None:
-                leaf = await store.get_latest(sid)  # past its deadline: listed as the default left it
-            attempt = None
-            snap = leaf
-            if leaf is not None and leaf.status in ("failed", "aborted") and leaf.answer and leaf.parent_id:
-                attempt, snap = leaf, await store.get_snapshot(leaf.parent_id)  # an answer that failed
-            if snap is None or snap.status != "completed" or snap.finish_reason != "interrupted":
-                continue
-            if not self._may(snap, context, "resume"):
-                continue
-            msgs = snap.state.messages if snap.state is not None else []
-            if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
-                out.append(PendingTurn(self, snap, msgs[-1], attempt))
-        out.sort(key=lambda p: p.snapshot.updated_at or "")
-        return PendingTurns(out)
+        return PendingTurns(PendingTurn(self, *found) for found in await self._engine.pending(context))
 
     async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
         """Every accepted answer to an interrupt in a session, oldest first.
 
         With a request `context`, a session the caller may not read has none.
         """
-        store = self._require_store("audit")
-        if context is not None and not self._may(await store.get_latest(session_id), context, "read"):
-            return AuditTrail([])
-        return AuditTrail(await store.audit(session_id))
+        return AuditTrail(await self._engine.audit(session_id, context))
 
     # -- per-session approval rules ---------------------------------------------------
     async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules:
         """The session's approval rules (made by ``approve(always=True)``), oldest first.
 
-        Read from the snapshot the session's next turn continues from (one read,
-        two if its latest turn is still running). With a request `context`, a
-        session the caller may not read has none.
+        Kept per session by the store, as they are now (a revoked rule is gone
+        for every snapshot of the session). With a request `context`, a session
+        the caller may not read has none.
 
         Example:
             >>> for rule in agent.rules_sync(chat.session_id):          # doctest: +SKIP
             ...     print(rule.id, rule.tool)
         """
-        store = self._require_store("rules")
-        return SessionRules(await session_rules(self.spec, store, session_id, context))
+        return SessionRules(await self._engine.rules(session_id, context))
 
     async def revoke_rule(
         self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
@@ -355,11 +273,8 @@ class Agent(BaseAgent):
         Raises:
             NotFoundError: The session has no rule with this id (or the caller
                 may not change the session).
-            FailedPreconditionError: A turn of the session is running; revoke
-                when it has ended.
         """
-        store = self._require_store("revoke_rule")
-        return await revoke_session_rule(self.spec, store, session_id, rule_id, context)
+        return await self._engine.revoke_rule(session_id, rule_id, context)
 
     async def fork(
         self,
@@ -389,7 +304,7 @@ class Agent(BaseAgent):
             >>> other.last.interrupts[0].name                            # doctest: +SKIP
             'transferMoney'
         """
-        row = await fork_snapshot(self.spec, snapshot_id, session_id=session_id, key=key, context=context)
+        row = await self._engine.fork(snapshot_id, session_id, key, context)
         assert row.state is not None
         state = row.state.model_copy(deep=True)
         chat = Chat(self, snapshot_id=row.snapshot_id, session_id=row.session_id)
@@ -415,17 +330,10 @@ class Agent(BaseAgent):
         are listed under the fork's session. With a request `context`, only
         those the caller may read.
         """
-        self._require_store("forks")
-        return await forks_of(self.spec, session_id, context=context)
+        return await self._engine.forks(session_id, context)
 
-    pending_sync = twin(pending)
     expire_due_sync = twin(expire_due)
-    audit_sync = twin(audit)
-    rules_sync = twin(rules)
-    revoke_rule_sync = twin(revoke_rule)
     aclose_sync = twin(aclose)
-    fork_sync = twin(fork)
-    forks_sync = twin(forks)
 
 
 def define_agent(

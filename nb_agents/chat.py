@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from ._sync import Signal, twin
-from .errors import AgentError, FailedPreconditionError, InvalidArgumentError, strip_status_prefix
+from .errors import AgentError, AlreadyResumedError, FailedPreconditionError, strip_status_prefix
+from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
+from .protocol import AgentProtocol
 from .responses import AgentChunk, AgentResponse
 from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn
 from .types import (
@@ -33,7 +35,6 @@ from .types import (
     AgentStreamChunk,
     Artifact,
     CallOptions,
-    ChunkSink,
     Message,
     Part,
     SessionSnapshot,
@@ -57,77 +58,15 @@ __all__ = [
 ]
 
 
-@runtime_checkable
-class AgentEndpoint(Protocol):
-    """What `Chat` drives: an agent it can send one input to, local or remote.
+if TYPE_CHECKING:
+    from .rules import SessionRule, SessionRules
 
-    `nb_agents.Agent` and `nb_agents.RemoteAgent` implement it; so can your own
-    transport (subclass `nb_agents.BaseAgent` to get ``chat``, ``run`` and the
-    ``_sync`` twins on top of these three verbs).
-    """
+AgentEndpoint = AgentProtocol
+"""What `Chat` drives: an agent, local or remote (`nb_agents.protocol.AgentProtocol`).
 
-    name: str
-
-    async def invoke(
-        self,
-        input: AgentInput,
-        init: AgentInit,
-        *,
-        options: CallOptions = ...,
-        on_chunk: ChunkSink | None = None,
-        abort_signal: asyncio.Event | None = None,
-    ) -> AgentOutput:
-        """Run one turn from `init`; chunks go to `on_chunk`; a failed turn is in-band."""
-        ...
-
-    async def get_snapshot(
-        self,
-        snapshot_id: str | None = None,
-        *,
-        session_id: str | None = None,
-        context: dict[str, Any] | None = None,
-    ) -> SessionSnapshot | None:
-        """A snapshot by id, or a session's latest one; None if unknown."""
-        ...
-
-    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
-        """Abort a pending snapshot; returns its previous status."""
-        ...
-
-
-InputLike = str | Message | AgentInput | dict[str, Any]
-
-
-def as_input(value: InputLike | None) -> AgentInput:
-    """A str, a `Message`, a dict or an `AgentInput` as an `AgentInput`."""
-    if isinstance(value, AgentInput):
-        return value
-    if isinstance(value, Message):
-        return AgentInput(message=value)
-    if isinstance(value, str) or value is None:
-        return AgentInput(message=Message(role="user", content=[Part(text=value or "")]))
-    if isinstance(value, dict):
-        return AgentInput.model_validate(value)
-    raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")
-
-
-def make_init(
-    snapshot_id: str | None, session_id: str | None, state: SessionState | dict[str, Any] | None
-) -> AgentInit:
-    """The `AgentInit` for a call positioned by snapshot, session or state (one way only)."""
-    if state is not None and (snapshot_id or session_id):
-        raise InvalidArgumentError("state is mutually exclusive with snapshot_id and session_id")
-    st = SessionState.model_validate(state) if isinstance(state, dict) else state
-    return AgentInit(snapshot_id=snapshot_id, session_id=session_id, state=st)
-
-
-def call_options(config: dict[str, Any] | None, context: dict[str, Any] | None) -> CallOptions:
-    """The `CallOptions` of a verb's ``config=`` and ``context=`` keywords, checked."""
-    if config is not None and not isinstance(config, dict):
-        raise InvalidArgumentError(f"config must be a dict of model settings, got {type(config).__name__}")
-    if context is not None and not isinstance(context, dict):
-        raise InvalidArgumentError(f"context must be a dict, got {type(context).__name__}")
-    return CallOptions(config=config, context=context)
+Subclass `nb_agents.BaseAgent` for a transport of your own: it supplies every
+verb a chat uses (those your agent cannot do answer clearly), ``chat``,
+``run`` and the ``_sync`` twins."""
 
 
 class Chat:
@@ -225,7 +164,8 @@ class Chat:
         if out.finish_reason == "failed":
             err = out.error
             res.messages = list(self.messages)  # the chat is where it was before the turn
-            raise AgentError(
+            already = err is not None and isinstance(err.details, dict) and "alreadyResumed" in err.details
+            raise (AlreadyResumedError if already else AgentError)(
                 # the bare message: a Genkit server writes "STATUS: message", AgentError adds the status
                 strip_status_prefix(err.status, err.message) if err is not None else "the turn failed",
                 status=err.status if err is not None else None,
@@ -375,38 +315,28 @@ class Chat:
         return None
 
     # -- per-session approval rules --------------------------------------------------
-    def _rules_agent(self, verb: str) -> Any:
+    def _session(self, verb: str) -> str:
         if not self.session_id:
             raise FailedPreconditionError(f"chat.{verb}() needs a session: send a message first")
-        if not hasattr(self.agent, verb):
-            raise FailedPreconditionError(
-                f"chat.{verb}() needs an agent that keeps approval rules (an Agent or a RemoteAgent); "
-                f"{type(self.agent).__name__} has no {verb}"
-            )
-        return self.agent
+        return self.session_id
 
-    async def rules(self) -> Any:
+    async def rules(self) -> SessionRules:
         """This conversation's approval rules (`Agent.rules`): what ``approve(always=True)`` made."""
-        return await self._rules_agent("rules").rules(self.session_id)
+        return await self.agent.rules(self._session("rules"))
 
-    async def revoke_rule(self, rule_id: str) -> Any:
+    async def revoke_rule(self, rule_id: str) -> SessionRule:
         """Revoke one of this conversation's approval rules (`Agent.revoke_rule`)."""
-        return await self._rules_agent("revoke_rule").revoke_rule(self.session_id, rule_id)
+        return await self.agent.revoke_rule(self._session("revoke_rule"), rule_id)
 
     # -- forks ----------------------------------------------------------------------
     async def fork(self, *, key: str | None = None, context: dict[str, Any] | None = None) -> Chat:
         """A new chat on a copy of this chat's paused turn, to answer it differently.
 
-        The paused turn's answer takes effect once (a different answer to it is
-        refused), so a fork copies the pause into a snapshot of its own, in a
-        session of its own (``<session>~fork-<id>``) that keeps the session's
-        agent and owner; its record names the snapshot it was forked from
-        (``fork_of``). Answer each chat its own way: each branch runs its tools
-        once, both stay stored, listed (`forks`) and reopenable
-        (``agent.chat(session_id=fork.session_id)``). A fork made again with
-        the same `key` from the same pause is the same fork (a retried call
-        writes once); without a key every call makes a new fork. With
-        client-managed state the fork is a chat on a copy of the state blob.
+        A paused turn's answer takes effect once, so a fork copies the pause into
+        a session of its own (`Agent.fork`): answer each chat its own way; each
+        branch runs its tools once. The same `key` from the same pause is the
+        same fork. With client-managed state the fork is a chat on a copy of
+        the state blob.
 
         Raises:
             FailedPreconditionError: The chat's latest turn is not paused, or its
@@ -426,31 +356,21 @@ class Chat:
             copied = Chat(self.agent, state=self._state.model_copy(deep=True))
             copied.last = self.last
             return copied
-        fork = getattr(self.agent, "fork", None)
-        if fork is None:
-            raise FailedPreconditionError(
-                f"Cannot fork this chat: agent '{self.agent.name}' does not fork (a remote agent); "
-                "fork with the agent object that owns the store"
-            )
         if not self.snapshot_id and not self.session_id:
             raise FailedPreconditionError("Cannot fork this chat: it has no turn yet (send a message first).")
         if self.snapshot_id:
-            other: Chat = await fork(self.snapshot_id, key=key, context=context)
-        else:
-            other = await fork(session_id=self.session_id, key=key, context=context)
-        return other
+            return await self.agent.fork(self.snapshot_id, key=key, context=context)
+        return await self.agent.fork(session_id=self.session_id, key=key, context=context)
 
     async def forks(self, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
         """The forks made from this chat's session: each fork's first row, oldest first (see `fork`)."""
-        forks = getattr(self.agent, "forks", None)
         session_id = self.session_id
-        if forks is not None and not session_id and self.snapshot_id:
+        if not session_id and self.snapshot_id:
             snap = await self.agent.get_snapshot(self.snapshot_id, context=context)
             session_id = snap.session_id if snap is not None else None
-        if forks is None or not session_id:
+        if not session_id:
             return []
-        found: list[SessionSnapshot] = await forks(session_id, context=context)
-        return found
+        return await self.agent.forks(session_id, context=context)
 
     # -- sync twins ------------------------------------------------------------------
     send_sync = twin(send)

@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 
-from ._engine import AgentSpec, Invocation
-from ._sync import stream_twin, twin
+from ._engine import Engine
+from ._sync import call_on, stream_twin, twin
 from .errors import FailedPreconditionError
+from .protocol import TurnStream
 from .types import (
     AgentInit,
     AgentInput,
@@ -44,11 +45,11 @@ class AgentConnection:
         ...         out = await conn.output()
     """
 
-    def __init__(self, spec: AgentSpec, init: AgentInit, *, options: CallOptions = CallOptions()) -> None:  # noqa: B008
-        self.spec = spec
+    def __init__(self, engine: Engine, init: AgentInit, *, options: CallOptions = CallOptions()) -> None:  # noqa: B008
+        self.engine = engine
         self.init = init
         self.options = options
-        self._inv: Invocation | None = None
+        self._inv: TurnStream | None = None
         self._home_loop: asyncio.AbstractEventLoop | None = None
         self._chunks: asyncio.Queue[object] | None = None
         self.custom: object = None
@@ -64,8 +65,8 @@ class AgentConnection:
             async def on_chunk(chunk: AgentStreamChunk) -> None:
                 await queue.put(chunk)
 
-            self._inv = Invocation(self.spec, self.init, options=self.options, on_chunk=on_chunk)
-            self._inv.result.add_done_callback(lambda _: queue.put_nowait(_END))
+            self._inv = self.engine.open(self.init, options=self.options, on_chunk=on_chunk)
+            self._inv.on_done(lambda: queue.put_nowait(_END))
         return self
 
     async def __aenter__(self) -> AgentConnection:
@@ -85,7 +86,7 @@ class AgentConnection:
     ) -> None:
         self.close()
 
-    def _invocation(self) -> Invocation:
+    def _invocation(self) -> TurnStream:
         if self._inv is None or self._home_loop is None:
             raise FailedPreconditionError(
                 "the connection is not open: use `async with agent.connect() as conn` (or `with`)"
@@ -96,14 +97,7 @@ class AgentConnection:
         """Run a queueing call on the connection's loop, from any thread."""
         self._invocation()
         assert self._home_loop is not None
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._home_loop:
-            fn(*args)
-        else:
-            asyncio.run_coroutine_threadsafe(_call_async(fn, *args), self._home_loop).result()
+        call_on(self._home_loop, lambda: fn(*args))
 
     # -- sending ------------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
@@ -156,7 +150,3 @@ class AgentConnection:
     start_sync = twin(start)
     receive_sync = stream_twin(receive)
     output_sync = twin(output)
-
-
-async def _call_async(fn: Callable[..., None], *args: object) -> None:
-    fn(*args)

@@ -1,21 +1,29 @@
-"""`BaseAgent`: the verbs every agent has, local or remote, on top of `AgentEndpoint`.
+"""`BaseAgent`: every verb of `nb_agents.protocol.AgentProtocol`, for local and remote agents.
 
-A subclass supplies the three verbs of the `AgentEndpoint` protocol (``invoke``
-one input, ``get_snapshot``, ``abort``); this base adds what is the same for
-all of them: ``chat()`` and ``load_chat()``, the Go-shaped ``run`` /
-``run_text``, and the ``_sync`` twins. `nb_agents.Agent` runs turns in this process, `nb_agents.RemoteAgent`
-over HTTP; both are `BaseAgent`.
+A subclass supplies the verbs it can do (``invoke`` one input, ``get_snapshot``,
+``abort`` at least); this base answers the others with a clear
+`FailedPreconditionError` naming the agent and the verb, and adds what is the
+same for every agent: ``chat()`` and ``load_chat()``, the Go-shaped ``run`` /
+``run_text``, and the ``_sync`` twin of every async verb. `nb_agents.Agent`
+runs turns in this process, `nb_agents.RemoteAgent` over HTTP; both are
+`BaseAgent`, so callers use the verbs and never probe an agent for them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._sync import twin
 from .chat import Chat, InputLike, as_input, call_options, make_init
-from .errors import InvalidArgumentError, NotFoundError
+from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
+
+if TYPE_CHECKING:
+    from .listings import AuditTrail, PendingTurns
+    from .rules import SessionRule, SessionRules
+    from .tools import Tool
 
 __all__ = ["BaseAgent"]
 
@@ -25,9 +33,24 @@ class BaseAgent:
 
     Attributes:
         name: The agent's name.
+        description: What the agent does ("" when not said).
     """
 
     name: str
+    description: str = ""
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """The agent's tools by name (their schemas make the notebook's forms); none unless known."""
+        return {}
+
+    @property
+    def can_fork(self) -> bool:
+        """Whether `fork` works on this agent (an agent with a store, in this process)."""
+        return False
+
+    def _cannot(self, verb: str, why: str) -> NoReturn:
+        raise FailedPreconditionError(f"agent '{self.name}' cannot {verb}: {why}")
 
     async def invoke(
         self,
@@ -54,6 +77,39 @@ class BaseAgent:
     async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
         """Abort a pending (detached) snapshot; returns its previous status."""
         raise NotImplementedError
+
+    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
+        """The interrupts waiting for an answer, across sessions."""
+        self._cannot("list what is pending", "it keeps no sessions it can list")
+
+    async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
+        """A session's decisions (answers, rules, deadlines), oldest first."""
+        self._cannot("read an audit trail", "it keeps none it can read")
+
+    async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules:
+        """A session's approval rules (made by ``approve(always=True)``)."""
+        self._cannot("list approval rules", "it keeps none")
+
+    async def revoke_rule(
+        self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
+    ) -> SessionRule:
+        """Revoke one of a session's approval rules."""
+        self._cannot("revoke approval rules", "it keeps none")
+
+    async def fork(
+        self,
+        snapshot_id: str | None = None,
+        *,
+        session_id: str | None = None,
+        key: str | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> Chat:
+        """Copy a paused turn into a session of its own, to answer it differently."""
+        self._cannot("fork", "fork with the agent object that owns the store")
+
+    async def forks(self, session_id: str, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
+        """The forks made from a session's snapshots."""
+        self._cannot("list forks", "list them with the agent object that owns the store")
 
     def chat(
         self,
@@ -154,9 +210,16 @@ class BaseAgent:
             context=context,
         )
 
+    # the twins call the verb by name: a subclass's override runs
     invoke_sync = twin(invoke)
     load_chat_sync = twin(load_chat)
     run_sync = twin(run)
     run_text_sync = twin(run_text)
     get_snapshot_sync = twin(get_snapshot)
     abort_sync = twin(abort)
+    pending_sync = twin(pending)
+    audit_sync = twin(audit)
+    rules_sync = twin(rules)
+    revoke_rule_sync = twin(revoke_rule)
+    fork_sync = twin(fork)
+    forks_sync = twin(forks)

@@ -10,8 +10,9 @@ status (the canonical gRPC status names Genkit uses on the wire), so
     │   │                            (too big, not JSON, wrong shape); carries its HTTP code
     │   ├── CliError                 a mistake on the ``nb-agents`` command line (server.cli)
     │   └── FieldError               a notebook form field holding no value (notebook; a ValueError too)
-    ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state, "already resumed"
-    │   └── StaleClaimError          a write made under a resume claim that was taken over
+    ├── FailedPreconditionError      FAILED_PRECONDITION: misuse, wrong state
+    │   ├── StaleClaimError          a write made under a resume claim that was taken over
+    │   └── AlreadyResumedError      an answer to a pause another answer took (an AgentError too)
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
     ├── UnauthenticatedError         UNAUTHENTICATED: no or bad credentials
     ├── PermissionDeniedError        PERMISSION_DENIED: not allowed; a forged state blob
@@ -19,6 +20,7 @@ status (the canonical gRPC status names Genkit uses on the wire), so
     ├── AbortedError                 ABORTED: the turn was aborted
     ├── UnavailableError             UNAVAILABLE: a remote agent could not be reached
     ├── InternalError                INTERNAL: a tool or the model raised
+    ├── FrameError                   INTERNAL: a stream frame that is not JSON (frames; a ValueError too)
     ├── AgentError                   a chat turn ended with finish reason "failed"
     ├── ModelError                   a model provider call failed (nb_agents.models.errors)
     │   ├── AuthenticationError      UNAUTHENTICATED (401)
@@ -42,7 +44,8 @@ status (the canonical gRPC status names Genkit uses on the wire), so
 The package's internal signals sit in the tree as well, though none reaches a
 caller: `PreTurnFailureError` (a failure found before a turn, answered in-band),
 `ClientStalledError` (``DEADLINE_EXCEEDED``: a streaming client stopped reading,
-dropped as a disconnect), `ClaimRacedError` (a PostgreSQL claim race, run again)
+dropped as a disconnect), `ClaimRacedError` (a PostgreSQL claim race, run again),
+`_RowChangedError` (``ABORTED``: a PostgreSQL row written while it was read, read again)
 and the SQLite store's busy and not-ready signals.
 
 A model error is a `ModelError` first: catch ``ModelError`` for "the provider
@@ -74,6 +77,7 @@ __all__ = [
     "HTTP_STATUS",
     "AbortedError",
     "AgentError",
+    "AlreadyResumedError",
     "FailedPreconditionError",
     "InternalError",
     "InvalidArgumentError",
@@ -265,6 +269,24 @@ class AgentError(NbAgentsError):
     def state(self) -> Any:
         """The last good state (client-managed agents)."""
         return getattr(self.response, "state", None)
+
+
+class AlreadyResumedError(AgentError, FailedPreconditionError):
+    """An answer to a pause that another answer already took (exactly-once resume).
+
+    Raised by the chat API as the `AgentError` of that refused turn; in-band it is a
+    failed output whose error has status ``FAILED_PRECONDITION`` and
+    ``details.alreadyResumed``: the snapshot of the turn the first answer ran.
+
+    Attributes:
+        by: That snapshot (continue from it instead of answering again).
+    """
+
+    status = "FAILED_PRECONDITION"
+
+    @property
+    def by(self) -> str | None:
+        return self.details.get("alreadyResumed") if isinstance(self.details, dict) else None
 
 
 _BY_STATUS: dict[str, type[NbAgentsError]] = {

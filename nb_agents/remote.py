@@ -35,7 +35,6 @@ from typing import Any
 
 import httpx
 
-from ._sync import twin
 from .endpoint import BaseAgent
 from .errors import (
     InvalidArgumentError,
@@ -47,6 +46,7 @@ from .errors import (
     status_for_http,
     strip_status_prefix,
 )
+from .frames import agent_frames
 from .rules import SessionRule, SessionRules
 from .types import (
     AgentErrorInfo,
@@ -59,7 +59,7 @@ from .types import (
     SessionSnapshot,
 )
 
-__all__ = ["HeadersOption", "RemoteAgent", "iter_frames", "local_error", "remote_agent"]
+__all__ = ["HeadersOption", "RemoteAgent", "local_error", "remote_agent"]
 
 HeadersOption = Mapping[str, str] | Callable[[], Mapping[str, str] | Awaitable[Mapping[str, str]]] | None
 """Headers for every request: a mapping, or a (sync or async) function called per request."""
@@ -192,7 +192,7 @@ class RemoteAgent(BaseAgent):
                 if resp.headers.get("content-type", "").startswith("application/json"):
                     frames: AsyncIterator[dict[str, Any]] = _single(json.loads(await resp.aread()))
                 else:
-                    frames = iter_frames(resp.aiter_lines())
+                    frames = agent_frames(resp.aiter_lines(), _bad_frame)
                 async for event in frames:
                     if "message" in event:
                         if on_chunk is not None:
@@ -260,9 +260,6 @@ class RemoteAgent(BaseAgent):
         )
         return SessionRule.from_dict(result)
 
-    rules_sync = twin(rules)
-    revoke_rule_sync = twin(revoke_rule)
-
 
 def remote_agent(
     url: str,
@@ -306,47 +303,13 @@ def remote_agent(
 
 
 # -- the wire --------------------------------------------------------------------------
-async def iter_frames(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON payloads of an agent stream, from its lines.
-
-    Reads SSE (``data: {...}`` frames ended by a blank line, several ``data`` lines
-    joined), express's ``error: {...}`` frames, and newline-delimited JSON; skips
-    comments and the ``event``/``id``/``retry`` fields.
-    """
-    data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield _decode("\n".join(data))
-                data = []
-            continue
-        if line.startswith("{") and not data:
-            yield _decode(line)
-            continue
-        field, _, value = line.partition(":")
-        if field in ("data", "error"):
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data:
-        yield _decode("\n".join(data))
-
-
 async def _single(payload: Any) -> AsyncIterator[dict[str, Any]]:
     if isinstance(payload, dict):
         yield payload
 
 
-def _decode(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise NbAgentsError(
-            f"the agent sent a frame that is not JSON: {text[:200]!r}", status="INTERNAL"
-        ) from None
-    if not isinstance(value, dict):
-        raise NbAgentsError(
-            f"the agent sent a frame that is not a JSON object: {text[:200]!r}", status="INTERNAL"
-        )
-    return value
+def _bad_frame(text: str, why: str) -> NbAgentsError:
+    return NbAgentsError(f"the agent sent a frame that is {why}: {text[:200]!r}", status="INTERNAL")
 
 
 def local_error(err: AgentErrorInfo | None) -> AgentErrorInfo | None:

@@ -12,12 +12,15 @@ defined with the answer builders in `nb_agents.interrupts`, re-exported here),
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._display import bundle, show
 from .errors import FailedPreconditionError
 from .interrupts import AgentInterrupt
 from .types import AgentOutput, AgentStreamChunk, Artifact, Media, Message, Part
+
+if TYPE_CHECKING:
+    from .protocol import AgentProtocol
 
 __all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse"]
 
@@ -62,6 +65,11 @@ class AgentResponse:
         self.error = raw.error
         known = raw.state.messages if raw.state is not None else raw._history
         self.messages: list[Message] = list(known) if known is not None else []
+
+    @property
+    def agent(self) -> AgentProtocol | None:
+        """The agent the response came from (its chat's), or None for a bare output."""
+        return self.chat.agent if self.chat is not None else None
 
     @property
     def text(self) -> str:

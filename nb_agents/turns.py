@@ -93,7 +93,7 @@ class SyncAgentTurn:
 
     def abort(self) -> None:
         # the turn lives on the private loop: start it (if need be) and abort it there
-        _sync.portal_loop().call_soon_threadsafe(self._turn.abort)
+        _sync.soon(self._turn.abort)
 
 
 class DetachedTask:

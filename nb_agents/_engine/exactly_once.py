@@ -155,5 +155,6 @@ async def _replace(
 def _already(parent_id: str, claim: ResumeClaim) -> NbAgentsError:
     return FailedPreconditionError(
         f"Snapshot {parent_id} was already resumed with another answer (by snapshot {claim.child_id}); "
-        f"continue from snapshot {claim.child_id} instead of answering again."
+        f"continue from snapshot {claim.child_id} instead of answering again.",
+        details={"alreadyResumed": claim.child_id},  # what the chat raises as AlreadyResumedError
     )

@@ -29,31 +29,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from .._sync import Signal
+from .._sync import keep as spawn
 from ..stores.base import SessionStore, now_iso
 from ..types import SessionSnapshot
 
-__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]
+__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 
 log = logging.getLogger("nb_agents.engine")
 
 # Seconds before the one read of a row whose store tells of every process's saves: only a
 # change told before the watch listened can be missed (an abort within moments of the claim)
 _FIRST_READ_NOTICED = 1.0
-
-# Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
-_BACKGROUND: set[asyncio.Task[Any]] = set()
-
-
-def spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    """Run `coro` as a task that stays referenced until it is done."""
-    task = asyncio.ensure_future(coro)
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-    return task
 
 
 def pending_row(

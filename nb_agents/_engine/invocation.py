@@ -10,6 +10,7 @@ the deadlines of a pause the session starts on (`expire`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +140,10 @@ class Invocation:
     def abort(self) -> None:
         """Abort the turn in flight (foreground abort)."""
         self._abort.set()
+
+    def on_done(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once the invocation is over (its output is settled)."""
+        self.result.add_done_callback(lambda _: callback())
 
     async def output(self) -> AgentOutput:
         self.close()

@@ -30,14 +30,13 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import _sync
 from .calls import Call, Dispatch
 from .errors import MCPConnectionError
 
-__all__ = ["Connection", "Transport", "describe", "on_portal"]
+__all__ = ["Connection", "Transport", "describe"]
 
 T = TypeVar("T")
 
@@ -54,18 +53,6 @@ _LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-
-
-async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` on the private loop and wait for it from whichever loop we are on."""
-    loop = _sync.portal_loop()
-    try:
-        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        here = None
-    if here is loop:
-        return await coro
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
 def describe(exc: BaseException) -> str:

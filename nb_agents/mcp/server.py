@@ -30,10 +30,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _sync
+from .._sync import on_portal
 from ..tools import ToolFail
 from .approval import needs_approval
 from .calls import Call
-from .connection import Connection, Transport, describe, on_portal
+from .connection import Connection, Transport, describe
 from .errors import MCPCallLostError, MCPConnectionError, MCPError, MCPSchemaError
 from .tools import CallKey, MCPTool
 
@@ -328,7 +329,7 @@ class MCPServer:
 
     def drop_soon(self, call: Call) -> None:
         """`drop` from any thread, without waiting."""
-        asyncio.run_coroutine_threadsafe(self.drop(call), _sync.portal_loop())
+        _sync.soon(lambda: _sync.keep(self.drop(call)))
 
     def call_error(self, tool: str, error: BaseException) -> Exception:
         """What a failed call raises: the connection's error, or a `ToolFail` the model sees."""
@@ -339,7 +340,7 @@ class MCPServer:
         code = getattr(getattr(error, "error", None), "code", None)
         if closed or code == -32000 or (conn is not None and conn.dead.is_set()):  # -32000: closed
             if conn is not None:  # reconnect on next use
-                _sync.portal_loop().call_soon_threadsafe(conn.mark_dead)
+                _sync.soon(conn.mark_dead)
             return MCPConnectionError(
                 f"MCP server '{self.name}' went away during a call to '{tool}': {describe(error)}",
                 server=self.name,

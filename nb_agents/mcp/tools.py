@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .._sync import on_portal
 from ..errors import InvalidArgumentError
 from ..interrupts import Interrupt
 from ..tools import Tool, ToolContext, ToolFail
 from .calls import Asked, Call, Finished, Progress
-from .connection import describe, on_portal
+from .connection import describe
 from .elicitation import ElicitAnswer, content_errors, elicitation_answer, elicitation_pause
 from .errors import MCPCallLostError, MCPSchemaError
 from .progress import Progress as ProgressReport

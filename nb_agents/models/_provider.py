@@ -27,9 +27,10 @@ from typing import Any, TypedDict
 
 import httpx
 
+from ..frames import FrameError
 from ..types import GenerateRequest, GenerateResponse, ModelResponseChunk, Part
 from .base import ModelChunkSink
-from .errors import MissingApiKeyError
+from .errors import MissingApiKeyError, ModelResponseError
 from .http import ProviderClient, ServerSentEvent, Sleep, env_value
 
 __all__ = ["HttpModel", "HttpOptions", "StreamState"]
@@ -64,6 +65,17 @@ class StreamState(ABC):
     @abstractmethod
     def reset(self) -> None:
         """Forget what an earlier attempt assembled."""
+
+    def event_json(self, event: ServerSentEvent) -> Any:
+        """An event's data as JSON; a `ModelResponseError` naming the provider if it is not JSON."""
+        try:
+            return event.json()
+        except FrameError as exc:
+            raise ModelResponseError(
+                f"unreadable stream event {event.data[:200]!r}",
+                provider=self.provider,
+                details={"data": event.data},
+            ) from exc
 
     @abstractmethod
     async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:

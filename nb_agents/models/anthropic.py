@@ -268,7 +268,7 @@ class _StreamState(StreamState):
         self.usage_delta: Any = None
 
     async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:
-        data = event.json(self.provider)
+        data = self.event_json(event)
         if not isinstance(data, dict):
             return
         kind = data.get("type")

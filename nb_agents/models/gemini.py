@@ -229,7 +229,7 @@ class _Assembler(StreamState):
         self.seen = 0
 
     async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:
-        for part in self.take(event.json(self.provider)):
+        for part in self.take(self.event_json(event)):
             await self.emit(sink, part)
 
     async def answer(self, data: Any, sink: ModelChunkSink) -> GenerateResponse:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from ..frames import ServerSentEvent, SseParser
 from .errors import (
     ModelConnectionError,
     ModelError,
@@ -32,7 +33,6 @@ from .errors import (
     ModelTimeoutError,
     error_for_http_status,
 )
-from .sse import ServerSentEvent, SseParser
 
 __all__ = ["ProviderClient", "ServerSentEvent", "Sleep", "env_value", "read_error"]
 

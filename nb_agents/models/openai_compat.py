@@ -304,7 +304,7 @@ class _StreamState(StreamState):
     async def feed(self, event: ServerSentEvent, sink: ModelChunkSink) -> None:
         if event.data.strip() == "[DONE]":
             return
-        data = event.json(self.provider)
+        data = self.event_json(event)
         self.seen += 1
         if isinstance(data, dict) and data.get("error") is not None:
             message, kind = read_error(data, "error in stream")

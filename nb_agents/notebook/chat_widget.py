@@ -24,16 +24,17 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
-from ..render import error_html, message_bundle, output_html, part_html, stream_html, tools_of
+from ..errors import NbAgentsError
+from ..render import error_html, message_bundle, output_html, stream_html, tools_of
 from ..render._html import MUTED, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .message_box import MessageBox
-from .progress import progress_bars
+from .streaming import LiveOutput
 from .view import TurnView
 
 __all__ = ["ChatWidget"]
@@ -84,12 +85,12 @@ _EMPTY = "padding:10px 0 4px;line-height:1.4;color:var(--jp-content-font-color2,
 
 
 def _name(chat: Chat) -> str:
-    return str(getattr(chat.agent, "name", "") or "the agent")
+    return chat.agent.name or "the agent"
 
 
 def header_html(chat: Chat) -> str:
     """The chat's header: the agent's name, and its description or what the box is for."""
-    about = str(getattr(chat.agent, "description", "") or "").strip() or "A chat with this agent."
+    about = chat.agent.description.strip() or "A chat with this agent."
     return (
         f'<div class="nba-chat-header" style="{_HEADER}">'
         f'<span style="font-weight:600">{esc(_name(chat))}</span>'
@@ -274,35 +275,27 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
     async def _run(self, text: str, reply: Any) -> AgentResponse | None:
         stream = reply.children[0]
         stream.value = _ASSISTANT
-        streamed, tools = "", ""
-        bars: dict[tuple[str, str, str], str] = {}
+        live = LiveOutput(lambda html: setattr(stream, "value", html), prefix=_ASSISTANT)
         try:
-            turn = self.chat.send_stream(text)
-            async for chunk in turn:
-                streamed += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)  # MCP progress notifications
-                stream.value = _ASSISTANT + tools + "".join(bars.values()) + stream_html(streamed)
-            res = await turn.response
+            res = await live.follow(self.chat.send_stream(text))
         except Exception as exc:  # noqa: BLE001 - shown in the transcript, where the user sees it
             stream.value = (
-                _ASSISTANT + tools + error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+                _ASSISTANT
+                + live.tools
+                + error_html(None, str(exc) if isinstance(exc, NbAgentsError) else repr(exc))
             )
             self._running = False
             self._update_controls()
             return None
         if res.finish_reason == "interrupted":
-            stream.value = tools
+            stream.value = live.tools
             reply.children = [stream, self._view(res)]
         elif res.finish_reason == "aborted":
-            stream.value = _ASSISTANT + tools + stream_html(streamed) + _note("Stopped.")
+            stream.value = _ASSISTANT + live.tools + stream_html(live.text) + _note("Stopped.")
         else:
             known = tools_of(self.chat)
-            stream.value = (
-                _ASSISTANT + tools + output_html(res.raw, tools=False, box=False, known_tools=known)
-            )
+            body = output_html(res.raw, tools=False, box=False, known_tools=known)
+            stream.value = _ASSISTANT + live.tools + body
         self._running = False
         self._update_controls()
         return res
@@ -341,4 +334,4 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
 
     def __repr__(self) -> str:
         n = len(self.history) + len(self.chat.messages)
-        return f"ChatWidget(agent={getattr(self.chat.agent, 'name', '?')!r}, messages={n})"
+        return f"ChatWidget(agent={self.chat.agent.name!r}, messages={n})"

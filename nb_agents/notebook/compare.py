@@ -10,7 +10,7 @@ diff of the final texts. The rendering itself is `nb_agents.render.compare`
 
 from __future__ import annotations
 
-from .._engine.forking import FORK_MARK
+from .._engine import FORK_MARK
 from ..chat import Chat
 from ..render.compare import Branch, Comparison
 from ..responses import AgentResponse

@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from .._sync import start as spawn
 from ..chat import Chat
+from ..errors import NbAgentsError
 from ..expiry import now, parse
 from ..render import tool_result_html
 from ..responses import AgentResponse
 from ..types import AgentOutput, SessionSnapshot
-from ._tasks import spawn
 from .records import after_pause
 
 if TYPE_CHECKING:
@@ -64,11 +65,11 @@ def _soon(view: TurnView) -> None:
 
 def is_expiry_error(exc: BaseException) -> bool:
     """Whether `exc` is the engine refusing an answer because the pause's deadline passed."""
-    details = getattr(exc, "details", None)
     return (
-        getattr(exc, "status", None) == "FAILED_PRECONDITION"
-        and isinstance(details, dict)
-        and ("expiresAt" in details)
+        isinstance(exc, NbAgentsError)
+        and exc.status == "FAILED_PRECONDITION"
+        and isinstance(exc.details, dict)
+        and "expiresAt" in exc.details
     )
 
 
@@ -78,9 +79,9 @@ async def answers_to(view: TurnView) -> list[AuditRecord]:
     Partial answers each move the pause to a new snapshot: the answers are followed from the
     view's snapshot along the snapshots they made, each call taken once.
     """
-    agent: Any = getattr(view.chat, "agent", None)
+    agent = view.chat.agent if view.chat is not None else None
     sid, snap = view.response.session_id, view.response.snapshot_id
-    if not (sid and snap and hasattr(agent, "audit")):
+    if not (sid and snap and agent is not None):
         return []
     keys = {(f.interrupt.name, f.interrupt.ref) for f in view.forms}
     try:
@@ -108,7 +109,7 @@ async def expire_now(view: TurnView, *, late: bool = False) -> bool:
     """
     if view.state != "waiting" and not (late and view.state == "sending"):
         return False
-    agent: Any = getattr(view.chat, "agent", None)
+    agent = view.chat.agent if view.chat is not None else None
     sid = view.response.session_id
     if agent is None or not sid or not view.response.snapshot_id:
         return False

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
+from ..errors import NbAgentsError
 from ..render import error_html
 from ..render._html import MUTED
 from ..responses import AgentResponse
-from ._tasks import spawn
 from .compare import compare
 from .controls import button
 
@@ -45,13 +46,13 @@ def can_fork(view: TurnView) -> bool:
     A fork's own view is not forked again (its answers are compared under the original), nor
     is a pause whose deadline passed (a copy would expire at once).
     """
-    res, agent = view.response, getattr(view.chat, "agent", None)
-    if agent is None or not res.interrupts or getattr(view, "fork_of", None) is not None:
+    res, agent = view.response, view.chat.agent if view.chat is not None else None
+    if agent is None or not res.interrupts or view.fork_of is not None:
         return False
     if any(getattr(f, "expired", None) is not None for f in view.forms):
         return False
     if res.snapshot_id:
-        return callable(getattr(agent, "fork", None)) and getattr(agent, "store", None) is not None
+        return agent.can_fork
     return res.state is not None
 
 
@@ -103,7 +104,9 @@ class ForkPanel(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
         try:
             chat = await _fork_chat(view)
         except Exception as exc:  # noqa: BLE001 - shown where the user can act on it
-            self.status.value = error_html(getattr(exc, "status", None), f"Could not fork: {exc}")
+            self.status.value = error_html(
+                exc.status if isinstance(exc, NbAgentsError) else None, f"Could not fork: {exc}"
+            )
             self.button.disabled = False
             return None
         assert chat.last is not None

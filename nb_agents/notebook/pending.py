@@ -20,14 +20,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..agent import Agent
+from ..errors import NbAgentsError
 from ..listings import PendingTurn
 from ..render import error_html, pending_bundle
 from ..render._html import BOX, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput
 from ._bundle import WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .view import TurnView
 
@@ -123,7 +124,7 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
         try:
             self.show(await self.agent.pending())
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user sees it
-            self.header.value = error_html(None, str(exc) if hasattr(exc, "status") else repr(exc))
+            self.header.value = error_html(None, str(exc) if isinstance(exc, NbAgentsError) else repr(exc))
 
     def _refresh_soon(self) -> None:
         if self.task is None or self.task.done():

@@ -37,24 +37,26 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..chat import Chat
-from ..render import error_html, output_html, part_html, record_words, stream_html, tools_of
-from ..render._html import badge, esc
+from ..errors import AlreadyResumedError, NbAgentsError
+from ..render import error_html, output_html, record_words, tools_of
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
 from ._bundle import OUTPUT_METADATA, WithStaticFallback
-from ._tasks import spawn
 from .controls import button
 from .elicitation import ElicitationForm, is_elicitation
 from .expiring import answers_to, expire_now, is_expiry_error, watch_deadlines
 from .forking import ForkPanel, can_fork
 from .forms import InterruptForm
 from .identity import local_user
-from .outcomes import call_names, did, outcome_line
-from .progress import progress_bars
+from .outcomes import outcome_line
+from .partial import call_keys, resume_one, waiting_line
+from .partial import status as _status
 from .records import form_record_html, record_body_html, turn_record_bundle
+from .streaming import LiveOutput
 from .watch import recheck, watch
 
 __all__ = ["TurnView", "agent_tools"]
@@ -63,17 +65,6 @@ __all__ = ["TurnView", "agent_tools"]
 def agent_tools(chat: Chat | None) -> dict[str, Tool]:
     """The tools of a chat's agent by name; empty when unknown (a remote agent)."""
     return {k: v for k, v in tools_of(chat).items() if isinstance(v, Tool)}
-
-
-def _follow(chat: Chat, other: Chat) -> None:
-    """Move `chat` to where `other` went (the chat a view was given follows its turn)."""
-    chat.snapshot_id, chat.session_id = other.snapshot_id, other.session_id
-    chat.messages, chat.custom, chat.artifacts = list(other.messages), other.custom, list(other.artifacts)
-    chat.last = other.last
-
-
-def _status(tone: str, word: str, text: str) -> str:
-    return f'<div class="nba-live-status" style="margin-bottom:4px">{badge(word, tone)}{esc(text)}</div>'
 
 
 _QUESTION = "3px solid var(--jp-border-color2, #ccc)"  # each question of a turn in its own block
@@ -188,23 +179,7 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         watch(self)
 
     def _waiting_line(self) -> str:
-        n = len(self.forms)
-        if not n:
-            return ""
-        if n == 1:
-            return _status("wait", "waiting", "Waiting for your answer")
-        if not self.partial:
-            return _status("wait", "waiting", f"Waiting for your answers ({n} questions, sent together)")
-        left = n - len(self._sent)
-        done = f"{len(self._sent)} of {n} answered; " if self._sent else f"{n} questions: "
-        return _status(
-            "wait",
-            "waiting",
-            f"Waiting for your answers ({done}each is sent as you answer it, "
-            f"and the turn resumes when the last is answered)"
-            if left
-            else "Sending…",
-        )
+        return waiting_line(self)
 
     @property
     def partial(self) -> bool:
@@ -229,83 +204,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         form.lock()
         self.answered_at = datetime.now(UTC)
         form.status.value = _status("info", "sending", "Sending this answer…")
-        self.task = spawn(self._resume_one(form))
+        self.task = spawn(resume_one(self, form))
         return self.task
 
-    def _keys(self, forms: list[Any]) -> set[tuple[str, str | None]]:
-        return {(f.interrupt.name, f.interrupt.ref) for f in forms}
-
-    def _same_pause(self, res: AgentResponse) -> bool:
-        """Whether `res` is this turn still paused on some of its calls (not a new pause)."""
-        if res.finish_reason != "interrupted" or not res.interrupts or res.message is None:
-            return False
-        calls = [
-            (p.tool_request.name, p.tool_request.ref) for p in res.message.tool_requests if p.tool_request
-        ]
-        mine = self.response.message
-        asked = (
-            [(p.tool_request.name, p.tool_request.ref) for p in mine.tool_requests if p.tool_request]
-            if mine
-            else []
-        )
-        return calls == asked and {(i.name, i.ref) for i in res.interrupts} <= self._keys(self.forms)
-
-    async def _resume_one(self, form: InterruptForm) -> AgentResponse | None:
-        assert self.chat is not None and form.answer is not None
-        answer = form.answer
-        # every answer goes from the pause itself: the store moves it on from whichever went first
-        chat = Chat(self.chat.agent, snapshot_id=self.response.snapshot_id)
-        respond = [answer.part] if answer.kind == "respond" else []
-        restart = [answer.part] if answer.kind == "restart" else []
-        meta = {"answeredBy": self.answered_by} if self.answered_by else None
-        text = ""
-        bars: dict[tuple[str, str, str], str] = {}
-        try:
-            turn = chat.resume_stream(respond, restart, meta, partial=True)
-            async for chunk in turn:
-                text += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    self._tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)
-                self.stream.value = self._tools + "".join(bars.values()) + stream_html(text)
-            res = await turn.response
-        except Exception as exc:  # noqa: BLE001 - shown on its form, which can answer again
-            self.stream.value = self._tools
-            if is_expiry_error(exc) and await expire_now(self):
-                return None  # too late: the form shows what the default did instead
-            if await self._answered_elsewhere(expect="waiting"):
-                return None  # another cell, tab or process answered them all: say so
-            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
-            form.reset(f"Your answer was not accepted: {message}")
-            return None
-        self._sent.add(form)
-        self.stream.value = self._tools
-        if self._same_pause(res):
-            name = call_names(self.forms)[self.forms.index(form)]
-            said = did(form, name) or f"{name}: {answer.label}"
-            form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
-            form.status.value = _status("ok", "sent", f"{said}; the turn resumes when the last is answered")
-            self.header.value = self._waiting_line()
-            return res
-        if self.result is not None:
-            return res  # another answer's task already showed where the turn went
-        self.last_resume = ToolResume(
-            respond=[
-                f.answer.part for f in self.forms if f.answer is not None and f.answer.kind == "respond"
-            ],
-            restart=[
-                f.answer.part for f in self.forms if f.answer is not None and f.answer.kind == "restart"
-            ],
-            metadata=meta,
-        )
-        for other in self.forms:
-            other.lock()
-            other.status.value = ""
-        if self.chat.snapshot_id == self.response.snapshot_id:
-            _follow(self.chat, chat)  # the chat this view was given goes on from where the turn went
-            chat = self.chat
-        return self._show_result(res, chat, self._tools)
+    def _show(self, html: str) -> None:
+        self.stream.value = html
 
     def submit(self) -> asyncio.Task[AgentResponse | None] | None:
         """Send the recorded answers as one resume (the forms call this when all are answered)."""
@@ -367,32 +270,25 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         if not retry and await self._answered_elsewhere():
             return None  # another cell, tab or process answered it: say so, send nothing
         chat = self._resume_chat()
-        text, tools = "", ""
-        bars: dict[tuple[str, str, str], str] = {}
+        live = LiveOutput(self._show)
         try:
-            turn = chat.resume_stream(resume.respond, resume.restart, resume.metadata, retry=retry)
-            async for chunk in turn:
-                text += chunk.text
-                mc = chunk.model_chunk
-                if mc is not None and mc.role == "tool":
-                    tools += "".join(part_html(p) for p in mc.content if p.tool_response is not None)
-                bars = progress_bars(bars, chunk)  # MCP progress notifications
-                self.stream.value = tools + "".join(bars.values()) + stream_html(text)
-            res = await turn.response
+            res = await live.follow(
+                chat.resume_stream(resume.respond, resume.restart, resume.metadata, retry=retry)
+            )
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
-            message = str(exc) if hasattr(exc, "status") else f"{type(exc).__name__}: {exc}"
-            details = getattr(exc, "details", None)
+            message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
+            details = exc.details if isinstance(exc, NbAgentsError) else None
             if isinstance(details, dict) and details.get("retry"):
                 self._offer_retry(message)
                 return None
-            if "already resumed" in str(exc) and await self._answered_elsewhere():
+            if isinstance(exc, AlreadyResumedError) and await self._answered_elsewhere():
                 return None
             if is_expiry_error(exc) and await expire_now(self, late=True):
                 return None  # too late: the form shows what the default did instead
             self._fail(message)
             return None
-        return self._show_result(res, chat, tools)
+        return self._show_result(res, chat, live.tools)
 
     def _show_result(self, res: AgentResponse, chat: Chat, tools: str) -> AgentResponse:
         """Show where the answered turn went: stopped, paused again below, or done."""
@@ -431,11 +327,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
 
         `expect`: the state the view must still be in once the audit is read (else it moved on).
         """
-        mine = self._keys(list(self._sent))  # this view's own partial answers are not "elsewhere"
+        mine = call_keys(list(self._sent))  # this view's own partial answers are not "elsewhere"
         records = [r for r in await answers_to(self) if (r.name, r.ref) not in mine]
         if self.state != expect or not records:
             return False
-        if {(r.name, r.ref) for r in records} < self._keys(self.forms) - mine:
+        if {(r.name, r.ref) for r in records} < call_keys(self.forms) - mine:
             return False  # only some calls answered elsewhere: the rest still wait here
         if any(r.kind == "expired" for r in records):
             return await expire_now(self, late=expect == "sending")

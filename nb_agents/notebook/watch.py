@@ -17,7 +17,7 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ._tasks import spawn
+from .._sync import start as spawn
 from .expiring import expire_now
 
 if TYPE_CHECKING:

@@ -11,9 +11,12 @@ static mode). Everything model- or tool-written is escaped and never typeset.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..responses import AgentResponse
+
+if TYPE_CHECKING:
+    from ..protocol import AgentProtocol
 from ..types import AgentOutput, Artifact, Message, Part
 from ._html import BOX, ERROR, MUTED, NO_TYPESET, badge, details, esc, ids_details, pre, to_json
 from .markdown import markdown_html
@@ -58,13 +61,17 @@ _STATUS = {
 WAITING = "Waiting for an answer. In a running kernel, `pending(agent)` shows the form."
 
 
-def tools_of(source: Any) -> Mapping[str, Any]:
-    """The tools of a response's (or chat's) local agent by name; empty when unknown."""
-    agent = getattr(source, "agent", None)
-    if agent is None:
-        agent = getattr(getattr(source, "chat", None), "agent", None)
-    tools = getattr(agent, "tools", None)
-    return tools if isinstance(tools, dict) else {}
+class _FromAgent(Protocol):
+    """A response, a chat or a pending turn: each knows the agent it came from (or None)."""
+
+    @property
+    def agent(self) -> AgentProtocol | None: ...
+
+
+def tools_of(source: _FromAgent | None) -> Mapping[str, Any]:
+    """The tools of the agent a response, chat or pending turn came from, by name; empty when unknown."""
+    agent = source.agent if source is not None else None
+    return agent.tools if agent is not None else {}
 
 
 def error_html(status: str | None, message: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from .._engine.limits import check_init_ids, check_input, check_json
+from .._engine import check_init_ids, check_input, check_json
 from .._json import loads
 from ..errors import InvalidArgumentError, RequestError
 from ..types import AgentInit, AgentInput, ToolResume

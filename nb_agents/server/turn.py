@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -49,13 +48,14 @@ from starlette.types import Receive, Scope, Send
 
 from .._sync import Signal
 from ..errors import NbAgentsError
+from ..frames import frame
 from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, CallOptions
 from .errors import error_body, error_response, outgoing
 
 if TYPE_CHECKING:
     from ..agent import Agent
 
-__all__ = ["SSE_HEADERS", "TurnResponse", "frame"]
+__all__ = ["SSE_HEADERS", "TurnResponse"]
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -72,16 +72,6 @@ class ClientStalledError(NbAgentsError):
     """A write to the client did not complete in time: it stopped reading (dropped as a disconnect)."""
 
     status = "DEADLINE_EXCEEDED"
-
-
-def frame(payload: dict[str, Any]) -> bytes:
-    """One SSE frame: ``data: <compact json>`` and a blank line.
-
-    The JSON is ASCII (non-ASCII characters as ``\\u`` escapes): Genkit's JS client
-    decodes each network read on its own, so a multi-byte UTF-8 character split
-    between two reads would reach it garbled.
-    """
-    return b"data: " + json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode() + b"\n\n"
 
 
 class TurnResponse:

@@ -48,7 +48,7 @@ from typing import Any
 
 import psycopg
 
-from ..errors import FailedPreconditionError
+from ..errors import AbortedError, FailedPreconditionError
 from ..types import Message, SessionSnapshot
 from ._delta import (
     MessageCache,
@@ -398,5 +398,8 @@ class PgRows:
         return history(self.cache, row[0], row[1], row[4] is not None, row[6], chain)
 
 
-class _RowChangedError(Exception):
-    """The row was written between reading it and reading its history: read it again."""
+class _RowChangedError(AbortedError):
+    """The row was written between reading it and reading its history: read it again (internal)."""
+
+    def __init__(self, seq: int) -> None:
+        super().__init__(f"row {seq} was written while it was read; read it again")

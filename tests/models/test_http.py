@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from nb_agents.errors import NbAgentsError
+from nb_agents.frames import FrameError, ServerSentEvent, SseParser
 from nb_agents.models.errors import (
     AuthenticationError,
     BadRequestError,
@@ -17,13 +18,11 @@ from nb_agents.models.errors import (
     ModelError,
     ModelNotFoundError,
     ModelPermissionDeniedError,
-    ModelResponseError,
     OverloadedError,
     RateLimitError,
     error_for_http_status,
 )
 from nb_agents.models.http import ProviderClient, read_error
-from nb_agents.models.sse import ServerSentEvent, SseParser
 
 from .fakes import FakeServer, Sleeps, json_response
 
@@ -45,11 +44,11 @@ def test_sse_parser_events_comments_and_multiline_data() -> None:
     parser = SseParser()
     events = [e for e in (parser.feed(line) for line in lines) if e is not None]
     assert events == [ServerSentEvent("message_start", '{"a":\n1}'), ServerSentEvent(None, "[DONE]")]
-    assert events[0].json("x") == {"a": 1}
+    assert events[0].json() == {"a": 1}
     parser.feed("data: trailing")
     assert parser.flush() == ServerSentEvent(None, "trailing")  # a stream may end without a blank line
-    with pytest.raises(ModelResponseError, match="unreadable stream event"):
-        ServerSentEvent(None, "{not json").json("openai")
+    with pytest.raises(FrameError, match="not JSON"):
+        ServerSentEvent(None, "{not json").json()
 
 
 @pytest.mark.parametrize(

@@ -410,8 +410,8 @@ async def test_a_tool_that_fails_after_approve_is_fixed_and_retried() -> None:
     assert await agent.pending() == []
 
 
-class RemoteLike:
-    """An agent known only through the protocol a chat needs (like a remote one): no tools."""
+class RemoteLike(nba.BaseAgent):
+    """An agent known only through the protocol's three turn verbs (like a remote one): no tools."""
 
     def __init__(self, agent: nba.Agent) -> None:
         self.name = agent.name
@@ -420,10 +420,12 @@ class RemoteLike:
     async def invoke(self, inp: Any, init: Any, **kw: Any) -> Any:
         return await self._agent.invoke(inp, init, **kw)
 
-    async def get_snapshot(self, snapshot_id: str | None = None, *, session_id: str | None = None) -> Any:
+    async def get_snapshot(
+        self, snapshot_id: str | None = None, *, session_id: str | None = None, context: Any = None
+    ) -> Any:
         return await self._agent.get_snapshot(snapshot_id, session_id=session_id)
 
-    async def abort(self, snapshot_id: str) -> str | None:
+    async def abort(self, snapshot_id: str, *, context: Any = None) -> str | None:
         return await self._agent.abort(snapshot_id)
 
 

@@ -40,7 +40,7 @@ async def _settle_background() -> None:
     """Let the background tasks of finished turns end (bounded), then collect, so the reading is steady."""
     import gc
 
-    from nb_agents._engine.heartbeat import _BACKGROUND
+    from nb_agents._sync import _BACKGROUND
 
     for _ in range(200):
         if not _BACKGROUND:
