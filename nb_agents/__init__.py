@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from . import middleware
 from . import render as _render  # noqa: F401 - registers how results display
 from .agent import Agent, define_agent, define_custom_agent
-from .chat import AgentEndpoint, AgentTurn, Chat, DetachedTask
+from .chat import AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
-from .endpoint import BaseAgent
 from .errors import (
     AbortedError,
     AgentError,
@@ -41,6 +40,7 @@ from .interrupts import AgentInterrupt, ApprovalHold, Interrupt, InterruptCall, 
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
+from .protocol import AgentEndpoint, BaseAgent
 from .responses import AgentChunk, AgentResponse
 from .rules import ApprovalRule, SessionRule, SessionRules
 from .session import Session, TurnContext

@@ -18,12 +18,11 @@ from ._engine import AgentSpec, Authorize, Decide, Engine, InputCheck, PromptTur
 from ._sync import twin
 from .chat import Chat, make_init
 from .connection import AgentConnection
-from .endpoint import BaseAgent
 from .errors import FailedPreconditionError
 from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
-from .protocol import TurnStream
+from .protocol import BaseAgent, TurnStream
 from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler

@@ -1,8 +1,7 @@
 """The chat API: a conversation object that tracks its own session.
 
-`Chat` drives any `AgentEndpoint`: the small protocol a local `Agent` and a
-`RemoteAgent` both implement (``invoke`` one input, ``get_snapshot``,
-``abort``). `Chat.send` runs one turn and returns an `AgentResponse`; its
+`Chat` drives any agent (`nb_agents.protocol.BaseAgent`, local or remote)
+through its verbs (``invoke`` one input, ``get_snapshot``, ``abort``, ...). `Chat.send` runs one turn and returns an `AgentResponse`; its
 ``interrupts`` are `AgentInterrupt` builders whose parts go back through
 `Chat.resume`. The chat remembers the snapshot id (server-managed agents) or
 the state blob (client-managed ones), so the next call continues where the
@@ -25,7 +24,6 @@ from ._sync import Signal, twin
 from .errors import AgentError, AlreadyResumedError, FailedPreconditionError, strip_status_prefix
 from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
-from .protocol import AgentProtocol
 from .responses import AgentChunk, AgentResponse
 from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn
 from .types import (
@@ -44,7 +42,6 @@ from .types import (
 
 __all__ = [
     "AgentChunk",
-    "AgentEndpoint",
     "AgentInterrupt",
     "AgentResponse",
     "AgentTurn",
@@ -59,14 +56,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from .protocol import BaseAgent as AgentEndpoint  # what a Chat drives: any agent, local or remote
     from .rules import SessionRule, SessionRules
-
-AgentEndpoint = AgentProtocol
-"""What `Chat` drives: an agent, local or remote (`nb_agents.protocol.AgentProtocol`).
-
-Subclass `nb_agents.BaseAgent` for a transport of your own: it supplies every
-verb a chat uses (those your agent cannot do answer clearly), ``chat``,
-``run`` and the ``_sync`` twins."""
 
 
 class Chat:

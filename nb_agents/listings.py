@@ -11,9 +11,9 @@ from typing import Any
 
 from ._display import bundle
 from .chat import Chat
-from .endpoint import BaseAgent
 from .errors import FailedPreconditionError
 from .interrupts import AgentInterrupt
+from .protocol import BaseAgent
 from .responses import AgentResponse
 from .stores.base import AuditRecord
 from .types import Message, SessionSnapshot, ToolResume

@@ -1,12 +1,15 @@
-"""`AgentProtocol`: every verb a caller may use on an agent, local or remote.
+"""`BaseAgent`: every verb a caller may use on an agent, local or remote (the agent protocol).
 
 Chats, notebook widgets and the HTTP server call agents only through these
-verbs. Each agent class says what it does for each: `nb_agents.Agent` runs
-them in this process, `nb_agents.RemoteAgent` over HTTP, and `BaseAgent`
-answers the ones an agent cannot do with a clear `FailedPreconditionError`
-naming the agent and the verb, so a caller never probes an agent with
-``hasattr``: it calls the verb and reads the answer. Whether an agent can fork
-is declared (``can_fork``), for a widget that offers the button only then.
+verbs. `BaseAgent` declares each one, with what is the same for every agent
+(``chat()``, ``load_chat()``, the Go-shaped ``run`` / ``run_text``, and the
+``_sync`` twin of every async verb), and answers the ones an agent cannot do
+with a clear `FailedPreconditionError` naming the agent and the verb.
+`nb_agents.Agent` runs the verbs in this process and `nb_agents.RemoteAgent`
+over HTTP; both are `BaseAgent`, and so is a transport of your own. A caller
+never probes an agent with ``hasattr``: it calls the verb and reads the
+answer. Whether an agent can fork is declared (``can_fork``), for a widget
+that offers the button only then.
 
 =============  ======================================================  =======  ======
 verb           what it does                                            Agent    Remote
@@ -30,16 +33,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from ._sync import twin
+from .chat import Chat, InputLike, as_input, call_options, make_init
+from .errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot, SessionState
 
 if TYPE_CHECKING:
-    from .chat import Chat
     from .listings import AuditTrail, PendingTurns
     from .rules import SessionRule, SessionRules
     from .tools import Tool
-    from .types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, SessionSnapshot
 
-__all__ = ["AgentProtocol", "TurnStream"]
+__all__ = ["AgentEndpoint", "AgentProtocol", "BaseAgent", "TurnStream"]
 
 
 class TurnStream(Protocol):
@@ -61,28 +67,41 @@ class TurnStream(Protocol):
     def on_done(self, callback: Callable[[], None]) -> None: ...
 
 
-@runtime_checkable
-class AgentProtocol(Protocol):
-    """What every agent offers (see the module docstring for which agent does what)."""
+class BaseAgent:
+    """The shared verbs of local and remote agents (see the module docstring).
+
+    Attributes:
+        name: The agent's name.
+        description: What the agent does ("" when not said).
+    """
 
     name: str
-    description: str
+    description: str = ""
 
     @property
-    def tools(self) -> Mapping[str, Tool]: ...
+    def tools(self) -> Mapping[str, Tool]:
+        """The agent's tools by name (their schemas make the notebook's forms); none unless known."""
+        return {}
 
     @property
-    def can_fork(self) -> bool: ...
+    def can_fork(self) -> bool:
+        """Whether `fork` works on this agent (an agent with a store, in this process)."""
+        return False
+
+    def _cannot(self, verb: str, why: str) -> NoReturn:
+        raise FailedPreconditionError(f"agent '{self.name}' cannot {verb}: {why}")
 
     async def invoke(
         self,
         input: AgentInput,
         init: AgentInit,
         *,
-        options: CallOptions = ...,
+        options: CallOptions = CallOptions(),  # noqa: B008 - frozen, shared safely
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
-    ) -> AgentOutput: ...
+    ) -> AgentOutput:
+        """Run one turn from `init` (the `AgentEndpoint` verb every agent implements)."""
+        raise NotImplementedError
 
     async def get_snapshot(
         self,
@@ -90,19 +109,31 @@ class AgentProtocol(Protocol):
         *,
         session_id: str | None = None,
         context: dict[str, Any] | None = None,
-    ) -> SessionSnapshot | None: ...
+    ) -> SessionSnapshot | None:
+        """A snapshot by id, or a session's latest (leaf) snapshot; None if unknown."""
+        raise NotImplementedError
 
-    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None: ...
+    async def abort(self, snapshot_id: str, *, context: dict[str, Any] | None = None) -> str | None:
+        """Abort a pending (detached) snapshot; returns its previous status."""
+        raise NotImplementedError
 
-    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns: ...
+    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
+        """The interrupts waiting for an answer, across sessions."""
+        self._cannot("list what is pending", "it keeps no sessions it can list")
 
-    async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail: ...
+    async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
+        """A session's decisions (answers, rules, deadlines), oldest first."""
+        self._cannot("read an audit trail", "it keeps none it can read")
 
-    async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules: ...
+    async def rules(self, session_id: str, *, context: dict[str, Any] | None = None) -> SessionRules:
+        """A session's approval rules (made by ``approve(always=True)``)."""
+        self._cannot("list approval rules", "it keeps none")
 
     async def revoke_rule(
         self, session_id: str, rule_id: str, *, context: dict[str, Any] | None = None
-    ) -> SessionRule: ...
+    ) -> SessionRule:
+        """Revoke one of a session's approval rules."""
+        self._cannot("revoke approval rules", "it keeps none")
 
     async def fork(
         self,
@@ -111,8 +142,130 @@ class AgentProtocol(Protocol):
         session_id: str | None = None,
         key: str | None = None,
         context: dict[str, Any] | None = None,
-    ) -> Chat: ...
+    ) -> Chat:
+        """Copy a paused turn into a session of its own, to answer it differently."""
+        self._cannot("fork", "fork with the agent object that owns the store")
 
-    async def forks(
-        self, session_id: str, *, context: dict[str, Any] | None = None
-    ) -> list[SessionSnapshot]: ...
+    async def forks(self, session_id: str, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
+        """The forks made from a session's snapshots."""
+        self._cannot("list forks", "list them with the agent object that owns the store")
+
+    def chat(
+        self,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+    ) -> Chat:
+        """A `Chat` that tracks the session from turn to turn.
+
+        Example:
+            >>> chat = agent.chat()                                    # doctest: +SKIP
+            >>> res = chat.send_sync("Transfer $500 to savings")       # doctest: +SKIP
+        """
+        return Chat(self, snapshot_id=snapshot_id, session_id=session_id, state=state)
+
+    async def load_chat(self, snapshot_id: str | None = None, *, session_id: str | None = None) -> Chat:
+        """A `Chat` loaded from a stored snapshot (Genkit's ``loadChat`` / ``load_chat``).
+
+        Give exactly one of `snapshot_id` and `session_id` (its latest
+        snapshot, as stored). The chat holds the snapshot's messages, custom
+        state and artifacts, and its snapshot and session ids, so its next turn
+        continues from that very snapshot; a snapshot that cannot be continued
+        (a pending one) is refused by that turn. To go on from a session's last
+        good turn instead, use ``chat(session_id=...)``.
+
+        Raises:
+            NotFoundError: No such snapshot (or session).
+            InvalidArgumentError: Neither or both ids given.
+
+        Example:
+            >>> chat = await agent.load_chat(res.snapshot_id)           # doctest: +SKIP
+            >>> [m.role for m in chat.messages]                          # doctest: +SKIP
+            ['user', 'model']
+        """
+        if (snapshot_id is None) == (session_id is None):
+            raise InvalidArgumentError("load_chat needs exactly one of snapshot_id and session_id")
+        snap = await self.get_snapshot(snapshot_id, session_id=session_id)
+        if snap is None:
+            what = f"Snapshot {snapshot_id}" if snapshot_id is not None else f"Session {session_id}"
+            raise NotFoundError(f"{what} not found.")
+        state = snap.state.model_copy(deep=True) if snap.state is not None else None  # the chat's own
+        chat = Chat(
+            self,
+            snapshot_id=snap.snapshot_id,
+            session_id=snap.session_id or (state.session_id if state is not None else None),
+        )
+        if state is not None:
+            chat.messages = list(state.messages)
+            chat.custom = state.custom
+            chat.artifacts = list(state.artifacts)
+        return chat
+
+    async def run(
+        self,
+        input: InputLike | None = None,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> AgentOutput:
+        """Run one turn (Go ``agent.Run``); a failed turn is returned in-band.
+
+        Example:
+            >>> out = await agent.run("Transfer $500 to savings")       # doctest: +SKIP
+            >>> out.finish_reason                                       # doctest: +SKIP
+            'interrupted'
+        """
+        return await self.invoke(
+            as_input(input),
+            make_init(snapshot_id, session_id, state),
+            options=call_options(config, context),
+            on_chunk=on_chunk,
+        )
+
+    async def run_text(
+        self,
+        text: str,
+        *,
+        snapshot_id: str | None = None,
+        session_id: str | None = None,
+        state: SessionState | dict[str, Any] | None = None,
+        on_chunk: ChunkSink | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> AgentOutput:
+        """Run one turn with a user text message (Go ``agent.RunText``)."""
+        return await self.run(
+            text,
+            snapshot_id=snapshot_id,
+            session_id=session_id,
+            state=state,
+            on_chunk=on_chunk,
+            config=config,
+            context=context,
+        )
+
+    # the twins call the verb by name: a subclass's override runs
+    invoke_sync = twin(invoke)
+    load_chat_sync = twin(load_chat)
+    run_sync = twin(run)
+    run_text_sync = twin(run_text)
+    get_snapshot_sync = twin(get_snapshot)
+    abort_sync = twin(abort)
+    pending_sync = twin(pending)
+    audit_sync = twin(audit)
+    rules_sync = twin(rules)
+    revoke_rule_sync = twin(revoke_rule)
+    fork_sync = twin(fork)
+    forks_sync = twin(forks)
+
+
+AgentProtocol = BaseAgent
+"""What callers drive: the verbs of `BaseAgent` (a name kept for readers of the protocol)."""
+
+AgentEndpoint = BaseAgent
+"""What a `Chat` drives (the name it had before every verb was declared here)."""

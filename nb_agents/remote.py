@@ -35,7 +35,6 @@ from typing import Any
 
 import httpx
 
-from .endpoint import BaseAgent
 from .errors import (
     InvalidArgumentError,
     NbAgentsError,
@@ -47,6 +46,7 @@ from .errors import (
     strip_status_prefix,
 )
 from .frames import agent_frames
+from .protocol import BaseAgent
 from .rules import SessionRule, SessionRules
 from .types import (
     AgentErrorInfo,

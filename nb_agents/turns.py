@@ -17,7 +17,8 @@ from .responses import AgentChunk, AgentResponse
 from .types import AgentInput, CallOptions, SessionSnapshot
 
 if TYPE_CHECKING:
-    from .chat import AgentEndpoint, Chat
+    from .chat import Chat
+    from .protocol import AgentEndpoint
 
 __all__ = ["DONE", "AgentTurn", "DetachedTask", "SyncAgentTurn"]
 

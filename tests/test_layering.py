@@ -163,7 +163,7 @@ FACADES = (
     "nb_agents.agent",
     "nb_agents.chat",
     "nb_agents.connection",
-    "nb_agents.endpoint",
+    "nb_agents.protocol",
     "nb_agents.listings",
     "nb_agents.responses",
     "nb_agents.render",
@@ -179,7 +179,7 @@ def test_the_remote_client_sits_on_the_chat_seam_not_on_the_local_agent() -> Non
     deps = reaches("nb_agents.remote")
     assert "nb_agents.agent" not in deps
     assert not any(d.startswith("nb_agents._engine") for d in deps)
-    assert "nb_agents.endpoint" in GRAPH["nb_agents.remote"]
+    assert "nb_agents.protocol" in GRAPH["nb_agents.remote"]
 
 
 def test_the_wire_types_import_no_renderer() -> None:
