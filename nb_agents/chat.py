@@ -1,16 +1,14 @@
 """The chat API: a conversation object that tracks its own session.
 
 `Chat` drives any agent (`nb_agents.protocol.BaseAgent`, local or remote)
-through its verbs (``invoke`` one input, ``get_snapshot``, ``abort``, ...). `Chat.send` runs one turn and returns an `AgentResponse`; its
+through its verbs (``invoke`` one input, ``get_snapshot``, ``abort``, ...).
+`Chat.send` runs one turn and returns an `AgentResponse`; its
 ``interrupts`` are `AgentInterrupt` builders whose parts go back through
 `Chat.resume`. The chat remembers the snapshot id (server-managed agents) or
 the state blob (client-managed ones), so the next call continues where the
 last one ended, the way Genkit's ``remoteAgent`` does. A turn that ends
 ``failed`` raises `AgentError` and leaves the chat where it was, so a
 rejected answer can be corrected and sent again.
-
-Per-call options (``config=`` model settings, ``context=`` the request
-context) travel as a `CallOptions` value with the call, down to the turn.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..rules import always_asked
 from ..stores.base import AuditRecord, now_iso
-from ..types import Part, ToolResume
+from ..types import ToolResume
 from .decision import Decision
 
 __all__ = ["asks_rule", "turn_audit"]
@@ -33,12 +33,6 @@ Decided = tuple[str, str | None, Decision, Any]
 def asks_rule(resume: ToolResume) -> bool:
     """Whether `resume` approves a call with ``always=True`` (it asks for a per-session rule)."""
     return any(always_asked((p.metadata or {}).get("resumed")) for p in resume.restart)
-
-
-def _expired(part: Part) -> dict[str, Any] | None:
-    """An answer's ``metadata.expired`` (a deadline's default: its deadline and default), or None."""
-    mark = (part.metadata or {}).get("expired")
-    return mark if isinstance(mark, dict) else None
 
 
 def _answers(
@@ -60,7 +54,8 @@ def _answers(
     for part in resume.respond:
         if part.tool_response is not None:
             tr = part.tool_response
-            expired = _expired(part)
+            expired = (part.metadata or {}).get("expired")  # a deadline's default: when, and which
+            expired = expired if isinstance(expired, dict) else None
             person = expired is None
             records.append(
                 AuditRecord(
@@ -74,7 +69,8 @@ def _answers(
         if part.tool_request is not None:
             rq = part.tool_request
             pmeta = part.metadata or {}
-            expired = _expired(part)
+            expired = pmeta.get("expired")
+            expired = expired if isinstance(expired, dict) else None
             person = expired is None
             found = decided.get((rq.name, rq.ref))
             if found is None:  # not a call that needed a decision: the tool ran on the person's answer

@@ -17,7 +17,7 @@ from ..errors import FailedPreconditionError, InvalidArgumentError
 from ..rules import SessionRule
 from ..stores.base import AuditRecord, SessionStore, now_iso
 from ..types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, Message, SessionSnapshot
-from .expiry import due_parts
+from .expiry import due_parts, has_deadline
 from .forking import fork_snapshot, forks_of
 from .invocation import Invocation, expire, invoke
 from .limits import check_id
@@ -118,7 +118,7 @@ class Engine:
 
         The turn the defaults ran, or None when none was due or an answer given in time holds the pause.
         """
-        if snap.state is None or not due_parts(snap.state.messages):
+        if snap.state is None or not has_deadline(snap.state.messages) or not due_parts(snap.state.messages):
             return None
         expired = await expire(self.spec, snap)
         return expired.output if expired is not None and not expired.preempted else None

@@ -25,7 +25,7 @@ from ..expiry import default_on, denial_message, describe, expires_at, is_due, n
 from ..interrupts import respond_part, restart_part
 from ..types import Message, Part, ToolResume
 
-__all__ = ["check_deadlines", "due_parts", "expiry_answer", "expiry_resume"]
+__all__ = ["check_deadlines", "due_parts", "expiry_answer", "expiry_resume", "has_deadline"]
 
 
 def _latest(messages: Sequence[Message]) -> Message | None:
@@ -33,8 +33,17 @@ def _latest(messages: Sequence[Message]) -> Message | None:
     return last if last is not None and last.role == "model" and last.tool_requests else None
 
 
+def has_deadline(messages: Sequence[Message]) -> bool:
+    """Whether the latest message is a pause with a deadline (the cheap test before any other)."""
+    if not messages or messages[-1].role != "model":
+        return False
+    return any(p.metadata and "expiresAt" in p.metadata for p in messages[-1].content)
+
+
 def due_parts(messages: Sequence[Message], at: datetime | None = None) -> list[Part]:
     """The pauses of the latest model message whose deadline has passed."""
+    if not has_deadline(messages):
+        return []  # the common turn: no pause with a deadline, no clock read
     last = _latest(messages)
     if last is None:
         return []
@@ -76,6 +85,9 @@ def _ref(ref: str | None) -> str:
 
 def check_deadlines(resume: ToolResume, messages: Sequence[Message], at: datetime | None = None) -> None:
     """Refuse an answer to an expired pause, and a default that is not one (see the module doc)."""
+    marked = any(p.metadata and "expired" in p.metadata for p in [*resume.respond, *resume.restart])
+    if not marked and not has_deadline(messages):
+        return  # no deadline, and no answer that says it is a default: nothing to check
     last = _latest(messages)
     if last is None:
         return  # resume validation says what is wrong

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import check_value
 from .._sync import Signal
 from ..errors import FailedPreconditionError
 from ..session import ChunkSink, Session
@@ -31,9 +32,8 @@ from ..types import (
     SessionState,
     error_info,
 )
-from .expiry import due_parts, expiry_resume
+from .expiry import due_parts, expiry_resume, has_deadline
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
-from .limits import check_input
 from .loading import PreTurnFailureError, load_session
 from .ownership import Action
 from .spec import AgentSpec
@@ -108,11 +108,11 @@ class Invocation:
 
     async def run_one(self, inp: AgentInput) -> AgentOutput:
         """Run one input that does not detach, in the caller's task: the one-shot call's path."""
-        check_input(inp)
+        check_value(inp, "data")  # what a store could not write is refused first
         self.closed = True
         try:
             refused = await self._load(inp)
-            return refused if refused is not None else await self._turn(inp, 0)
+            return refused if refused is not None else await Turn(self, inp, 0)()
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -122,7 +122,7 @@ class Invocation:
     def send(self, inp: AgentInput) -> None:
         if self.closed or (self._task is not None and self._task.done()):
             raise FailedPreconditionError("this agent invocation has ended; start a new one")
-        check_input(inp)
+        check_value(inp, "data")  # what a store could not write is refused first
         if inp.detach and self.store is None:
             raise FailedPreconditionError("Detach is only supported when a session store is provided.")
         if inp.detach:
@@ -167,7 +167,7 @@ class Invocation:
             self.session, self.parent_id, self.owner = await load_session(
                 self.spec, self.init, context=self.options.context, action=action
             )
-            if not self.expiring and due_parts(self.session.messages):
+            if not self.expiring and has_deadline(self.session.messages) and due_parts(self.session.messages):
                 await self._expire_first(action)
         except PreTurnFailureError as f:
             return AgentOutput(finish_reason="failed", error=error_info(f.error))
@@ -216,7 +216,7 @@ class Invocation:
             while True:
                 if inp is None:
                     break
-                last = await self._turn(inp, turn_index)
+                last = await Turn(self, inp, turn_index)()
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
@@ -259,10 +259,6 @@ class Invocation:
             if self.spec.signer is not None:
                 out.state = self.spec.signer.sign(out.state)
         return out
-
-    # -- one turn ---------------------------------------------------------------
-    async def _turn(self, inp: AgentInput, turn_index: int) -> AgentOutput:
-        return await Turn(self, inp, turn_index)()
 
     async def _wait_turn(
         self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None

@@ -16,7 +16,6 @@ naming the limit:
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from .._json import MAX_JSON_DEPTH, check_value
 from ..errors import InvalidArgumentError
@@ -48,19 +47,24 @@ def check_id(value: str | None, what: str) -> None:
         )
 
 
-def check_json(value: Any, where: str) -> None:
-    """Refuse a value that is not JSON every store keeps (`nb_agents._json.check_value`)."""
-    check_value(value, where)
+check_json = check_value
+"""Refuse a value that is not JSON every store keeps (`nb_agents._json.check_value`)."""
 
 
 def check_init_ids(init: AgentInit) -> None:
-    """Refuse an init whose ids a store could not index or encode."""
-    check_id(init.snapshot_id, "init.snapshotId")
-    check_id(init.session_id, "init.sessionId")
-    if init.state is not None:
-        check_id(init.state.session_id, "init.state.sessionId")
+    """Refuse an init whose ids a store could not index or encode (`check_id` names what is wrong)."""
+    state_id = init.state.session_id if init.state is not None else None
+    for value, what in (
+        (init.snapshot_id, "init.snapshotId"),
+        (init.session_id, "init.sessionId"),
+        (state_id, "init.state.sessionId"),
+    ):
+        if value is not None and (
+            not isinstance(value, str) or not value or len(value) > MAX_ID_LENGTH or _BAD_ID.search(value)
+        ):
+            check_id(value, what)
 
 
 def check_input(inp: AgentInput) -> None:
     """Refuse an input a store could not write (see the module docstring)."""
-    check_json(inp, "data")
+    check_value(inp, "data")

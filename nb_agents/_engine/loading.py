@@ -90,19 +90,18 @@ async def load_session(
             check_json(state, "init.state")
         return Session.from_state(state, state.session_id or str(uuid.uuid4())), None, None
 
-    def may(snap: SessionSnapshot) -> bool:
-        return visible(snap, agent=name, context=context, action=action, authorize=spec.authorize)
-
     if init.snapshot_id:
         snap = await store.get_snapshot(init.snapshot_id)
-        if snap is None or not may(snap):
+        if snap is None or not visible(
+            snap, agent=name, context=context, action=action, authorize=spec.authorize
+        ):
             raise PreTurnFailureError(NotFoundError(f"Snapshot {init.snapshot_id} not found."))
         if init.session_id and snap.session_id != init.session_id:
             raise InvalidArgumentError(
                 f"Snapshot {snap.snapshot_id} does not belong to session {init.session_id} "
                 f"(it belongs to {snap.session_id})."
             )
-        if not resumable(snap):
+        if (snap.status or "completed") not in RESUMABLE_STATUSES or snap.state is None:  # `resumable`
             raise PreTurnFailureError(
                 FailedPreconditionError(
                     f"Snapshot {snap.snapshot_id} is not resumable (status: {snap.status}). "
@@ -112,11 +111,16 @@ async def load_session(
         if action == "resume":
             snap = await answered_pause(store, snap)
         assert snap.state is not None
-        session = session_of(snap, snap.session_id or str(uuid.uuid4()))
-        return session, snap.snapshot_id, snap.owner
+        return (
+            Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())),
+            snap.snapshot_id,
+            snap.owner,
+        )
     if init.session_id:
         leaf = await store.get_latest(init.session_id)
-        if leaf is not None and not may(leaf):
+        if leaf is not None and not visible(
+            leaf, agent=name, context=context, action=action, authorize=spec.authorize
+        ):
             raise PreTurnFailureError(NotFoundError(f"Session {init.session_id} not found."))
         snap = await walk_back(store, init.session_id, leaf)
         if snap is None:
@@ -153,9 +157,11 @@ async def answered_pause(store: SessionStore, snap: SessionSnapshot) -> SessionS
     runs a tool that started again. `snap` itself when it is not such a row.
     """
     seen: set[str] = set()
-    while is_attempt(snap) and snap.snapshot_id not in seen:
+    # `is_attempt`, inline: every answer passes here, and almost none is through such a row
+    while snap.answer is not None and snap.status in ("failed", "aborted") and snap.snapshot_id not in seen:
         seen.add(snap.snapshot_id)
-        assert snap.parent_id is not None
+        if snap.parent_id is None:
+            break
         parent = await store.get_snapshot(snap.parent_id)
         if parent is None or parent.session_id != snap.session_id or not resumable(parent):
             break

@@ -37,17 +37,10 @@ from .resume import validate_resume
 from .spec import StoredRules
 from .tool_round import Paused, ToolRunner, mark_paused, tool_response
 
-__all__ = ["PromptTurn", "merged_config"]
+__all__ = ["PromptTurn"]
 
 ModelCall = Callable[[GenerateRequest], Awaitable[GenerateResponse]]
 _MODEL_REASONS = {"stop", "length", "blocked", "interrupted", "other", "unknown"}
-
-
-def merged_config(agent_config: Any, call_config: dict[str, Any] | None) -> Any:
-    """The agent's model config with the per-call keys laid over it."""
-    if not call_config:
-        return agent_config
-    return {**(agent_config or {}), **call_config}
 
 
 class PromptTurn:
@@ -207,7 +200,8 @@ class PromptTurn:
         definitions = self._definitions
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],
-            config=merged_config(self.config, ctx.config),
+            # the agent's model config, with this call's keys laid over it
+            config={**(self.config or {}), **ctx.config} if ctx.config else self.config,
             tools=definitions,
             tool_choice=None,
             output=None,

@@ -114,7 +114,7 @@ class Turn:
         assert session is not None
         try:
             if inp.resume is not None and not inv.preempted:
-                check_deadlines(inp.resume, session.messages)  # a late answer
+                check_deadlines(inp.resume, session.messages)  # a late answer, a forged default
             validate = inv.spec.validate_input
             if validate is not None:
                 validate(inp, session)
@@ -158,58 +158,38 @@ class Turn:
         store, parent_id, snapshot_id = self.store, inv.parent_id, self.snapshot_id
         if inp.resume is None or store is None or parent_id is None:
             return None
-        assert snapshot_id is not None
+        assert snapshot_id is not None and inv.session is not None
         # the claimed turn is visible (its pending row is written with the claim, and
         # heartbeats) while it runs: if this process dies, the row expires and a later
         # answer can take the claim over
         digest = resume_digest(inp.resume)
         while True:
-            lost = await self._claim(parent_id, digest, snapshot_id)
-            if not isinstance(lost, SessionSnapshot):
+            pending = pending_row(
+                snapshot_id, inv.session.session_id, parent_id, agent=inv.spec.name, owner=inv.owner
+            )
+            outcome = await claim_resume(
+                store, parent_id, digest, snapshot_id, timeout=REPLAY_TIMEOUT, pending=pending,
+                retry=bool(inp.retry), partial=bool(inp.partial),
+            )  # fmt: skip
+            if not isinstance(outcome, Moved):
                 break
             # another partial answer went first: answer what still waits in the turn it left
-            assert lost.state is not None and inv.session is not None
-            inv.session = session_of(lost, inv.session.session_id)
-            parent_id = inv.parent_id = lost.snapshot_id
+            moved = outcome.snapshot
+            assert moved.state is not None
+            inv.session = session_of(moved, inv.session.session_id)
+            parent_id = inv.parent_id = moved.snapshot_id
             refused = self.check()
             if refused is not None:
                 inv.preempted = True  # what this answer answers was answered by the one that went first
                 return refused
-        if lost is not None:
-            return lost
-        await inv._start_pending(snapshot_id, parent_id, written=True)
-        return None
-
-    async def _claim(
-        self, parent_id: str, digest: str, child_id: str
-    ) -> AgentOutput | SessionSnapshot | None:
-        """Claim the resume of `parent_id` (with the turn's pending row): None if won, else its
-        output, or the snapshot to go on from (a partial answer that another one preceded)."""
-        inv = self.inv
-        assert self.store is not None and inv.session is not None
-        pending = pending_row(
-            child_id, inv.session.session_id, parent_id, agent=inv.spec.name, owner=inv.owner
-        )
-        outcome = await claim_resume(
-            self.store,
-            parent_id,
-            digest,
-            child_id,
-            timeout=REPLAY_TIMEOUT,
-            pending=pending,
-            retry=bool(self.inp.retry),
-            partial=bool(self.inp.partial),
-        )
-        if isinstance(outcome, Moved):
-            return outcome.snapshot
-        if isinstance(outcome, Attempt):
-            self.attempt = outcome
-            self.answering = True
-            return None
         if isinstance(outcome, SessionSnapshot):
             return await self._replay(outcome)
-        inv.preempted = True
-        return self._refused(outcome.error)
+        if not isinstance(outcome, Attempt):
+            inv.preempted = True
+            return self._refused(outcome.error)
+        self.attempt, self.answering = outcome, True
+        await inv._start_pending(snapshot_id, parent_id, written=True)
+        return None
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
         """The result of a resume that already ran (the same answer sent again)."""
@@ -263,7 +243,8 @@ class Turn:
         failure = task.exception()
         if failure is not None:
             return Failed(failure)
-        reply = as_message(task.result())
+        result = task.result()
+        reply = result if result is None or isinstance(result, Message) else as_message(result)
         if reply is not None and (not session.messages or session.messages[-1] is not reply):
             session.messages.append(reply)
         return Ran(reply)
