@@ -23,7 +23,6 @@ from .listings import AuditTrail, PendingTurn, PendingTurns
 from .middleware import Middleware
 from .models.base import Model
 from .protocol import BaseAgent, TurnStream
-from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
 from .stores.base import SessionStore
@@ -303,22 +302,7 @@ class Agent(BaseAgent):
             >>> other.last.interrupts[0].name                            # doctest: +SKIP
             'transferMoney'
         """
-        row = await self._engine.fork(snapshot_id, session_id, key, context)
-        assert row.state is not None
-        state = row.state.model_copy(deep=True)
-        chat = Chat(self, snapshot_id=row.snapshot_id, session_id=row.session_id)
-        chat.messages = list(state.messages)
-        chat.custom = state.custom
-        chat.artifacts = list(state.artifacts)
-        out = AgentOutput(
-            message=state.messages[-1],
-            finish_reason="interrupted",
-            snapshot_id=row.snapshot_id,
-            session_id=row.session_id,
-        )
-        chat.last = AgentResponse(out, custom=state.custom, chat=chat)
-        chat.last.messages = list(chat.messages)
-        return chat
+        return Chat.at(self, await self._engine.fork(snapshot_id, session_id, key, context), paused=True)
 
     async def forks(self, session_id: str, *, context: dict[str, Any] | None = None) -> list[SessionSnapshot]:
         """The forks made from a session's snapshots: each fork's first row, oldest first.

@@ -23,7 +23,7 @@ from .errors import AgentError, AlreadyResumedError, FailedPreconditionError, st
 from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
 from .responses import AgentChunk, AgentResponse
-from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn
+from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn, sync_turn
 from .types import (
     AgentInit,
     AgentInput,
@@ -88,6 +88,24 @@ class Chat:
         self.last: AgentResponse | None = None
         self._abort_current: Signal | None = None  # the turn in flight, for abort()
         self._last_resume: ToolResume | None = None  # what `retry` sends again
+
+    @classmethod
+    def at(cls, agent: AgentEndpoint, snap: SessionSnapshot, *, paused: bool = False) -> Chat:
+        """A chat on a stored snapshot: its history, custom state and artifacts (`paused`: it asks)."""
+        state = snap.state.model_copy(deep=True) if snap.state is not None else None  # the chat's own
+        session_id = snap.session_id or (state.session_id if state is not None else None)
+        chat = cls(agent, snapshot_id=snap.snapshot_id, session_id=session_id)
+        if state is not None:
+            chat.messages, chat.custom = list(state.messages), state.custom
+            chat.artifacts = list(state.artifacts)
+            if paused:
+                out = AgentOutput(
+                    message=state.messages[-1], finish_reason="interrupted",
+                    snapshot_id=snap.snapshot_id, session_id=session_id,
+                )  # fmt: skip
+                chat.last = AgentResponse(out, custom=state.custom, chat=chat)
+                chat.last.messages = list(chat.messages)
+        return chat
 
     @property
     def state(self) -> SessionState | None:
@@ -372,25 +390,5 @@ class Chat:
     fork_sync = twin(fork)
     forks_sync = twin(forks)
 
-    def send_stream_sync(
-        self, input: InputLike, *, config: dict[str, Any] | None = None, context: dict[str, Any] | None = None
-    ) -> SyncAgentTurn:
-        """The sync twin of `send_stream`: ``for chunk in turn``, then ``turn.response``."""
-        return SyncAgentTurn(self.send_stream(input, config=config, context=context))
-
-    def resume_stream_sync(
-        self,
-        respond: Sequence[Part] = (),
-        restart: Sequence[Part] = (),
-        metadata: Any = None,
-        *,
-        retry: bool = False,
-        partial: bool = False,
-        config: dict[str, Any] | None = None,
-        context: dict[str, Any] | None = None,
-    ) -> SyncAgentTurn:
-        """The sync twin of `resume_stream`."""
-        turn = self.resume_stream(
-            respond, restart, metadata, retry=retry, partial=partial, config=config, context=context
-        )
-        return SyncAgentTurn(turn)
+    send_stream_sync = sync_turn(send_stream)
+    resume_stream_sync = sync_turn(resume_stream)

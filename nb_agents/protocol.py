@@ -190,17 +190,7 @@ class BaseAgent:
         if snap is None:
             what = f"Snapshot {snapshot_id}" if snapshot_id is not None else f"Session {session_id}"
             raise NotFoundError(f"{what} not found.")
-        state = snap.state.model_copy(deep=True) if snap.state is not None else None  # the chat's own
-        chat = Chat(
-            self,
-            snapshot_id=snap.snapshot_id,
-            session_id=snap.session_id or (state.session_id if state is not None else None),
-        )
-        if state is not None:
-            chat.messages = list(state.messages)
-            chat.custom = state.custom
-            chat.artifacts = list(state.artifacts)
-        return chat
+        return Chat.at(self, snap)
 
     async def run(
         self,

@@ -8,8 +8,9 @@ which polls the agent for the snapshot of a turn that goes on without its caller
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from . import _sync
 from ._sync import Signal, twin
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
     from .chat import Chat
     from .protocol import AgentEndpoint
 
-__all__ = ["DONE", "AgentTurn", "DetachedTask", "SyncAgentTurn"]
+__all__ = ["DONE", "AgentTurn", "DetachedTask", "SyncAgentTurn", "sync_turn"]
+
+S = TypeVar("S")
+P = ParamSpec("P")
 
 TERMINAL = ("completed", "failed", "aborted", "expired")
 DONE = object()  # the end of a turn's chunk queue
@@ -95,6 +99,20 @@ class SyncAgentTurn:
     def abort(self) -> None:
         # the turn lives on the private loop: start it (if need be) and abort it there
         _sync.soon(self._turn.abort)
+
+
+def sync_turn(
+    fn: Callable[Concatenate[S, P], AgentTurn],
+) -> Callable[Concatenate[S, P], SyncAgentTurn]:
+    """The sync twin of a verb that starts a streamed turn: ``send_stream_sync = sync_turn(send_stream)``."""
+
+    @functools.wraps(fn)
+    def sync(self: S, /, *args: P.args, **kwargs: P.kwargs) -> SyncAgentTurn:
+        return SyncAgentTurn(fn(self, *args, **kwargs))
+
+    sync.__name__ = sync.__qualname__ = f"{fn.__name__}_sync"
+    sync.__doc__ = f"The sync twin of `{fn.__name__}`: ``for chunk in turn``, then ``turn.response``."
+    return sync
 
 
 class DetachedTask:
