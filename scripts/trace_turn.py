@@ -1,4 +1,4 @@
-"""Trace one send that pauses and one resume: which nb_agents functions each passes through.
+"""Trace a send that pauses, its resume, and an Approve click: which nb_agents functions each passes through.
 
 Usage::
 
@@ -93,6 +93,35 @@ async def cycle(agent: nba.Agent, tracers: tuple[Tracer, Tracer] | None = None) 
     assert done.text == "Transfer finished.", done
 
 
+@nba.tool(name="payInvoice")
+async def pay_invoice(invoice: str) -> str:
+    """Pay an invoice (held for approval)."""
+    return f"paid {invoice}"
+
+
+def ask_to_pay(req: nba.GenerateRequest) -> dict[str, Any]:
+    if req.messages[-1].role == "tool":
+        return {"message": {"role": "model", "content": [{"text": "Paid."}]}}
+    call = {"toolRequest": {"name": "payInvoice", "ref": "p1", "input": {"invoice": "INV-1"}}}
+    return {"message": {"role": "model", "content": [call]}}
+
+
+async def click(agent: nba.Agent, tracer: Tracer | None = None) -> None:
+    """A held call shown as a form in a `TurnView`; its Approve button clicked (no browser)."""
+    from nb_agents.notebook import TurnView
+
+    chat = agent.chat()
+    res = await chat.send("Pay INV-1")
+    view = TurnView(res, chat)
+    if tracer is not None:
+        sys.setprofile(tracer)
+    view.forms[0].approve_button.click()
+    assert view.task is not None
+    done = await view.task
+    sys.setprofile(None)
+    assert done is not None and done.text == "Paid.", done
+
+
 def report(name: str, tracer: Tracer, functions: bool) -> None:
     print(f"{name}: {tracer.functions} functions in {len(tracer.seen)} modules")
     for module in sorted(tracer.seen):
@@ -107,7 +136,9 @@ async def main() -> None:
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory()
     store: nba.SessionStore = (
-        nba.SqliteSessionStore(Path(tmp.name) / "trace.db") if args.store == "sqlite" else nba.InMemorySessionStore()
+        nba.SqliteSessionStore(Path(tmp.name) / "trace.db")
+        if args.store == "sqlite"
+        else nba.InMemorySessionStore()
     )
     agent = nba.define_agent("bank", model=FunctionModel(respond), tools=[transfer], store=store)
     await cycle(agent)  # warm-up: imports, schema builds, caches
@@ -115,6 +146,14 @@ async def main() -> None:
     await cycle(agent, (send, resume))
     report("send that pauses", send, args.functions)
     report("resume", resume, args.functions)
+    gated = nba.define_agent(
+        "payments", model=FunctionModel(ask_to_pay), tools=[pay_invoice], store=store,
+        use=[nba.middleware.ToolApproval()],
+    )  # fmt: skip
+    await click(gated)  # warm-up: the notebook's imports and first renders
+    clicked = Tracer()
+    await click(gated, clicked)
+    report("button click (Approve in a TurnView, the resume it sends)", clicked, args.functions)
 
 
 if __name__ == "__main__":
