@@ -11,8 +11,9 @@ listings of paused turns and answers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from ._engine import AgentSpec, InputCheck, Invocation, PromptTurn, StateSigner, expire, invoke
@@ -26,7 +27,7 @@ from .chat import Chat, make_init
 from .connection import AgentConnection
 from .endpoint import BaseAgent
 from .errors import FailedPreconditionError, InvalidArgumentError
-from .listings import AuditTrail, PendingTurn, PendingTurns
+from .listings import AuditTrail, PendingTurn, PendingTurns, select
 from .middleware import Middleware
 from .models.base import Model
 from .responses import AgentResponse
@@ -282,16 +283,35 @@ class Agent(BaseAgent):
             previous = "expired"
         return previous
 
-    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
+    async def pending(
+        self,
+        *,
+        context: dict[str, Any] | None = None,
+        tool: str | Collection[str] | None = None,
+        older_than: timedelta | float | None = None,
+    ) -> PendingTurns:
         """The sessions whose latest snapshot waits on interrupts, oldest first.
 
         Read from the store, so it works after a kernel restart with a
         persistent store (SQLite, file). Only this agent's sessions, and with a
-        request `context` only those the caller may answer. A turn whose answer
-        failed or was aborted after its tools started is listed too, with that
-        ``status``: `PendingTurn.retry` goes on. A pause past its deadline is not
-        listed: its declared default is applied first (see `expire_due`).
+        request `context` only those the caller may answer (its own, or every
+        session of the agent for an approver: ``roles: ["approver"]``). A turn
+        whose answer failed or was aborted after its tools started is listed
+        too, with that ``status``: `PendingTurn.retry` goes on. A pause past its
+        deadline is not listed: its declared default is applied first (see `expire_due`).
+
+        Args:
+            context: The request context the listing is scoped by.
+            tool: Only turns waiting on a call of this tool (a name or names);
+                their `PendingTurn.items` are those calls.
+            older_than: Only turns that have waited at least this long (a
+                `timedelta` or seconds).
+
+        Example:
+            >>> for item in (await agent.pending(tool="transfer")).items():   # doctest: +SKIP
+            ...     print(item.session_id, item.tool, item.requested_by, item.age)
         """
+        select([], tool=tool, older_than=older_than)  # bad filters are refused before the store is read
         store = self._require_store("pending")
         out: list[PendingTurn] = []
         for sid in await store.session_ids():
@@ -310,7 +330,7 @@ class Agent(BaseAgent):
             if msgs and msgs[-1].role == "model" and msgs[-1].interrupts():
                 out.append(PendingTurn(self, snap, msgs[-1], attempt))
         out.sort(key=lambda p: p.snapshot.updated_at or "")
-        return PendingTurns(out)
+        return PendingTurns(select(out, tool=tool, older_than=older_than))
 
     async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
         """Every accepted answer to an interrupt in a session, oldest first.

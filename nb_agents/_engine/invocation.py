@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._sync import Signal
-from ..errors import FailedPreconditionError, NbAgentsError, StaleClaimError
+from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
 from ..stores.base import AuditRecord, SessionStore
 from ..types import (
@@ -39,7 +39,7 @@ from .expiry import check_deadlines, due_parts, expiry_resume
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .limits import check_input
 from .loading import PreTurnFailureError, load_session, session_of
-from .ownership import Action, principal_of
+from .ownership import Action, principal_of, visible
 from .records import RowFields, write_final
 from .resume import resume_digest
 from .spec import AgentSpec
@@ -90,6 +90,7 @@ class Invocation:
         self._attempt: Attempt | None = None  # the claim the current resume runs under
         self._answering = False  # the current turn runs a claimed answer (its row names the answer)
         self._ctx: TurnContext | None = None  # the current turn's context
+        self._action: Action = "message"  # what the first input asked of the session
         self._watching: set[str] = set()
         self._current_input: AgentInput | None = None
         self._task: asyncio.Task[None] | None = None
@@ -169,7 +170,10 @@ class Invocation:
 
     async def _load(self, first: AgentInput | None) -> AgentOutput | None:
         """Resolve the init into the session; a failed output when it cannot be."""
-        action: Action = "resume" if first is not None and first.resume is not None else "message"
+        # an input that also carries a message sends into the session: asked as a message
+        answer_only = first is not None and first.resume is not None and first.message is None
+        action: Action = "resume" if answer_only else "message"
+        self._action = action
         try:
             self.session, self.parent_id, self.owner = await load_session(
                 self.spec, self.init, context=self.options.context, action=action
@@ -275,6 +279,10 @@ class Invocation:
         snapshot_id = str(uuid.uuid4()) if store is not None else None
         before = session.state() if store is None else None
         self._current_input = inp
+        if inp.message is not None and self._action == "resume" and not await self._may_message():
+            # a connection opened to answer (an approver may) sends no message into another's session
+            hidden = NotFoundError(f"Session {session.session_id} not found.")
+            return self._output("failed", message=session.last_model(), error=error_info(hidden))
         if inp.resume is not None and not self.preempted:
             try:  # a late answer is refused as every refused answer is: in-band, before anything runs
                 check_deadlines(inp.resume, session.messages)
@@ -361,6 +369,16 @@ class Invocation:
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
+
+    async def _may_message(self) -> bool:
+        """Whether the caller, who opened this invocation to answer, may also send messages into it."""
+        if self.store is None or self.parent_id is None:
+            return True
+        snap = await self.store.get_snapshot(self.parent_id)
+        return snap is None or visible(
+            snap, agent=self.spec.name, context=self.options.context, action="message",
+            authorize=self.spec.authorize,
+        )  # fmt: skip
 
     def _check(self, inp: AgentInput, session: Session) -> AgentOutput | None:
         """The handler's check of the input: a failed output if it refuses it."""
@@ -545,6 +563,7 @@ class Invocation:
             principal=principal_of(self.options.context),
             decisions=decisions,
             new_rules=new_rules,
+            requested_by=self.owner,
         )
 
     async def _claim(
