@@ -30,6 +30,7 @@ from .errors import FailedPreconditionError, InvalidArgumentError
 from .listings import AuditTrail, PendingTurn, PendingTurns, select
 from .middleware import Middleware
 from .models.base import Model
+from .notify import OnPause
 from .responses import AgentResponse
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
@@ -63,6 +64,9 @@ class Agent(BaseAgent):
             answering others' interrupts). Without it only the owner may.
         tracks_tools: The handler reports when it starts a tool (prompt agents
             do); a custom handler's turn counts as having acted once it runs.
+        on_pause: Called when a turn ends paused on interrupts, e.g.
+            ``nba.notify.webhook(url, secret=...)`` (`nb_agents.notify`); never
+            blocks or fails the turn.
     """
 
     def __init__(
@@ -77,11 +81,18 @@ class Agent(BaseAgent):
         validate_input: InputCheck | None = None,
         authorize: Authorize | None = None,
         tracks_tools: bool = False,
+        on_pause: OnPause | None = None,
     ) -> None:
         # a Mapping is kept as it is: a prompt agent's `ToolTable` grows as its toolsets are listed
         by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
-        self.spec = AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools)
+        if on_pause is not None and not callable(on_pause):
+            raise TypeError(
+                f"on_pause must be callable (an event -> None hook), got {type(on_pause).__name__}"
+            )
+        self.spec = AgentSpec(
+            name, handler, store, signer, by_name, validate_input, authorize, tracks_tools, on_pause
+        )
         self.name = name
         self.description = description
 
@@ -100,6 +111,11 @@ class Agent(BaseAgent):
     def store(self, store: SessionStore | None) -> None:
         """Replace the store (``nb-agents serve --store`` does); turns already running keep theirs."""
         self.spec = replace(self.spec, store=store)
+
+    @property
+    def on_pause(self) -> OnPause | None:
+        """The hook called when a turn pauses (``define_agent(..., on_pause=...)``), or None."""
+        return self.spec.on_pause
 
     @property
     def state_management(self) -> str:
@@ -455,6 +471,7 @@ def define_agent(
     description: str = "",
     state_secret: str | bytes | None = None,
     authorize: Authorize | None = None,
+    on_pause: OnPause | None = None,
 ) -> Agent:
     """Define a prompt agent: a model, a system prompt and tools.
 
@@ -470,6 +487,7 @@ def define_agent(
         config: Model configuration passed in each request.
         max_turns: The most model calls one turn may make.
         authorize: Who besides a session's owner may act on it (see `Agent`).
+        on_pause: Called when a turn pauses, e.g. ``nba.notify.webhook(url, secret=...)``.
 
     Example:
         >>> from nb_agents.testing import ScriptedModel
@@ -488,6 +506,7 @@ def define_agent(
         validate_input=handler.validate_input,
         authorize=authorize,
         tracks_tools=True,
+        on_pause=on_pause,
     )
 
 
@@ -499,6 +518,7 @@ def define_custom_agent(
     description: str = "",
     state_secret: str | bytes | None = None,
     authorize: Authorize | None = None,
+    on_pause: OnPause | None = None,
 ) -> Agent:
     """Define an agent from a turn handler.
 
@@ -513,5 +533,11 @@ def define_custom_agent(
         >>> counter = define_custom_agent("counter", count)
     """
     return Agent(
-        name, handler, store=store, description=description, state_secret=state_secret, authorize=authorize
+        name,
+        handler,
+        store=store,
+        description=description,
+        state_secret=state_secret,
+        authorize=authorize,
+        on_pause=on_pause,
     )

@@ -30,7 +30,8 @@ import asyncio
 import contextlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -47,6 +48,8 @@ from .errors import (
     status_for_http,
     strip_status_prefix,
 )
+from .inbox import turn_from_wire
+from .listings import PendingTurns
 from .rules import SessionRule, SessionRules
 from .types import (
     AgentErrorInfo,
@@ -260,8 +263,34 @@ class RemoteAgent(BaseAgent):
         )
         return SessionRule.from_dict(result)
 
+    async def pending(
+        self,
+        *,
+        context: dict[str, Any] | None = None,
+        tool: str | Sequence[str] | None = None,
+        older_than: timedelta | float | None = None,
+    ) -> PendingTurns:
+        """The paused turns the server lets this client answer (an nb_agents server's ``/pending``).
+
+        The same listing as `Agent.pending`, scoped by the server's request
+        context (the client's own sessions; every session for an approver);
+        each turn's ``chat()`` answers it over HTTP.
+        """
+        _no_context(context)
+        data: dict[str, Any] = {}
+        if tool is not None:
+            data["tool"] = tool if isinstance(tool, str) else list(tool)
+        if older_than is not None:
+            data["olderThan"] = (
+                older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+            )
+        result = await self._call(f"{self.url.rstrip('/')}/pending", data)
+        found = result.get("pending") if isinstance(result, dict) else None
+        return PendingTurns(turn_from_wire(self, t) for t in found or [])
+
     rules_sync = twin(rules)
     revoke_rule_sync = twin(revoke_rule)
+    pending_sync = twin(pending)
 
 
 def remote_agent(

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._sync import Signal
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
+from ..notify import PauseEvent, fire
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
 from ..stores.base import AuditRecord, SessionStore
 from ..types import (
@@ -367,6 +368,8 @@ class Invocation:
             if written != "written":
                 return self._unrecorded(written, snapshot_id)
             self.parent_id = snapshot_id
+        if finish == "interrupted" and self.spec.on_pause is not None:
+            fire(self.spec.on_pause, pause_event(self.spec.name, session, snapshot_id, self.owner))
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return self._output(finish, message=reply, snapshot_id=snapshot_id)
 
@@ -634,6 +637,13 @@ class Invocation:
             )
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         spawn(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
+
+
+def pause_event(agent: str, session: Session, snapshot_id: str | None, owner: str | None) -> PauseEvent:
+    """What the ``on_pause`` hook is told of a turn that just paused."""
+    last = session.last_model()
+    parts = last.interrupts() if last is not None else []
+    return PauseEvent(agent, session.session_id, snapshot_id, parts, owner)
 
 
 async def invoke(

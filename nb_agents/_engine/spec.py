@@ -17,6 +17,7 @@ from ..types import AgentInput
 from .ownership import Authorize
 
 if TYPE_CHECKING:
+    from ..notify import OnPause
     from ..stores.base import SessionStore
     from .signing import StateSigner
 
@@ -40,6 +41,7 @@ class AgentSpec:
         authorize: The policy that lets a principal act on sessions others own.
         tracks_tools: The handler reports when it starts a tool (`TurnContext.tools_started`);
             otherwise a turn counts as having acted as soon as its handler runs.
+        on_pause: Called (never awaited by the turn) when a turn ends paused (`nb_agents.notify`).
     """
 
     name: str
@@ -50,3 +52,4 @@ class AgentSpec:
     validate_input: InputCheck | None = None
     authorize: Authorize | None = None
     tracks_tools: bool = False
+    on_pause: OnPause | None = None
