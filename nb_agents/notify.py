@@ -19,7 +19,7 @@ of "<id>.<timestamp>.<body>">``. The key is the secret's bytes; a secret
 written the Standard Webhooks way, ``whsec_<base64>``, is its decoded bytes,
 so their libraries verify it as it is. Delivery runs in the background and is
 retried on a transport error, a timeout, 408, 429 and 5xx (`max_attempts`
-tries, backoff doubling from `backoff` seconds); `Webhook.deliveries` keeps
+tries, backoff doubling from `backoff` seconds, at most 30 s); `Webhook.deliveries` keeps
 what happened, `Webhook.flush` waits for deliveries in flight.
 
 With ``public_url``, the payload carries ``answerUrl``: a link to the page
@@ -72,6 +72,7 @@ log = logging.getLogger("nb_agents.notify")
 _LINK_CONTEXT = b"nb_agents answer link v1"
 _RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 _KEPT = 100  # deliveries remembered by a webhook
+_MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts
 _TASKS: set[asyncio.Task[Any]] = set()  # background hooks: kept alive until they end
 
 
@@ -329,7 +330,7 @@ class Webhook:
             async with httpx.AsyncClient(timeout=self.timeout, transport=self._transport) as client:
                 for attempt in range(self.max_attempts):
                     if attempt:
-                        await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
+                        await asyncio.sleep(min(self.backoff * 2 ** (attempt - 1), _MAX_BACKOFF))
                     d.attempts += 1
                     now = int(time.time())
                     headers = {
