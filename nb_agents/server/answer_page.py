@@ -82,7 +82,7 @@ input[type=text]{flex:1 1 100%;font:inherit;padding:6px 8px;border-radius:6px;
 border:1px solid var(--jp-border-color1);background:var(--jp-layout-color1);color:inherit}
 button{font:inherit;font-weight:600;padding:8px 18px;border-radius:6px;border:1px solid transparent;
 cursor:pointer}
-.approve{background:var(--jp-success-color0);color:#fff}.deny{background:var(--jp-error-color0);color:#fff}
+.approve{background:#1a7f37;color:#fff}.deny{background:#c62828;color:#fff}
 .cancel{background:transparent;color:inherit;border-color:var(--jp-border-color1)}
 .note{padding:10px 12px;border-radius:6px;background:var(--jp-layout-color2)}
 """
@@ -155,10 +155,12 @@ class _AnswerPage:
             f'<input type="hidden" name="token" value="{esc(token)}">{reason}{buttons}</form>'
         )
 
-    def _summaries(self, snap: SessionSnapshot, rows: list[InboxItem]) -> str:
+    def _summaries(self, snap: SessionSnapshot, rows: list[InboxItem], state: str = "waiting") -> str:
         who = f" · asked by {esc(snap.owner)}" if snap.owner else ""
         meta = f'<p class="meta">Agent {esc(self.agent.name)}{who}</p>'
-        calls = "".join(f'<div class="call">{summary_html(r.summary, raw=False)}</div>' for r in rows)
+        calls = "".join(
+            f'<div class="call">{summary_html(r.summary, raw=False, state=state)}</div>' for r in rows
+        )
         return meta + calls
 
     async def show(self, request: Request) -> Response:
@@ -206,7 +208,7 @@ class _AnswerPage:
         res = outcome.response
         said = res.text if res is not None else ""
         went_on = f"The assistant went on (finished: {res.finish_reason})." if res is not None else ""
-        body = _note(f"{_DONE[verb]}. {went_on}") + self._summaries(snap, rows)
+        body = _note(f"{_DONE[verb]}. {went_on}") + self._summaries(snap, rows, _DONE[verb].lower())
         if said:
             body += f'<p class="meta">The assistant wrote</p><p class="note">{esc(said)}</p>'
         return page(_DONE[verb], body)
