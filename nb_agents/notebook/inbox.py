@@ -35,8 +35,9 @@ from ..agent import Agent
 from ..endpoint import BaseAgent
 from ..errors import NbAgentsError
 from ..inbox import VERBS, Outcome, Verb, answer_items, quick_answer, verbs_for
+from ..interrupts import ApprovalHold
 from ..listings import InboxItem
-from ..render._html import BOX, MUTED, NO_TYPESET, esc
+from ..render._html import BOX, MUTED, NO_TYPESET, badge, esc
 from ..render.deadline import deadline_words, time_left
 from ._bundle import WithStaticFallback
 from ._tasks import spawn
@@ -59,9 +60,12 @@ def row_html(item: InboxItem) -> str:
     """A row's text: title, agent and who asked, the question, the arguments (all escaped)."""
     s = item.summary
     who = f" · asked by {esc(item.requested_by)}" if item.requested_by else ""
-    head = f'<b>{esc(s.title)}</b> <span style="{MUTED}">· {esc(item.agent_name)}{who}</span>'
+    held = isinstance(item.interrupt, ApprovalHold)
+    mark = badge("needs approval" if held else "needs an answer", "wait")
+    head = f'{mark}<b>{esc(s.title)}</b> <span style="{MUTED}">· {esc(item.agent_name)}{who}</span>'
     args = " · ".join(f"{esc(label)}: {esc(_short(value))}" for label, value, _ in s.rows[:4])
-    question = f"<div>{esc(_short(s.question, 120))}</div>" if s.question else ""
+    # a held call's question is the same sentence on every row: its badge says it
+    question = f"<div>{esc(_short(s.question, 120))}</div>" if s.question and not held else ""
     return f'<div class="nba-inbox-row {NO_TYPESET}">{head}{question}<div style="{MUTED}">{args}</div></div>'
 
 
@@ -86,7 +90,7 @@ class InboxRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets ships no type 
         self.selected = widgets.Checkbox(value=False, indent=False, layout=widgets.Layout(width="2em"))
         self.text = widgets.HTML(row_html(item), layout=widgets.Layout(flex="1 1 auto"))
         self.when = widgets.HTML(when_text(item), layout=widgets.Layout(width="16em"))
-        options = [("as selected", "")] + [(_LABELS[v], v) for v in verbs_for(item)]
+        options = [("as clicked", "")] + [(_LABELS[v], v) for v in verbs_for(item)]
         self.choice = widgets.Dropdown(options=options, value="", layout=widgets.Layout(width="9em"))
         self.choice.observe(self._chosen, names="value")
         self.children = [self.selected, self.text, self.when, self.choice]
