@@ -183,7 +183,11 @@ class _AnswerPage:
         if kind != "application/x-www-form-urlencoded":
             return page("Not sent", _note("Send the answer with the page's own buttons."), status=415)
         raw = await read_body(request, self.max_body_bytes, _BODY_TIMEOUT)
-        form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=8).items()}
+        try:
+            fields = parse_qs(raw.decode("utf-8", "replace"), max_num_fields=8)
+        except ValueError:  # more fields than the page's form has
+            return page("Not sent", _note("Send the answer with the page's own buttons."), status=400)
+        form = {k: v[0] for k, v in fields.items()}
         try:
             claim = self.links.verify(form.get("token", ""), self.agent.name)
         except LinkError as exc:

@@ -145,6 +145,11 @@ async def test_the_answer_page_refuses_what_it_must(tmp_path: Path) -> None:
         assert got.status_code == 400
         got = await page.get("/trust/answer")
         assert got.status_code == 403
+        stuffed = "&".join(f"f{i}=x" for i in range(20))
+        got = await page.post(
+            "/trust/answer", content=stuffed, headers={"content-type": "application/x-www-form-urlencoded"}
+        )
+        assert got.status_code == 400
         assert read_ledger(ledger) == []
         got = await page.post("/trust/answer", data={"token": token, "action": "approve"})
         assert got.status_code == 200 and [line["ref"] for line in read_ledger(ledger)] == ["t1"]
