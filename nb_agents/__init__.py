@@ -16,7 +16,7 @@ Example:
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import middleware
+from . import middleware, notify
 from . import render as _render  # noqa: F401 - registers how results display
 from .agent import Agent, define_agent, define_custom_agent
 from .chat import AgentTurn, Chat, DetachedTask
@@ -37,7 +37,7 @@ from .errors import (
 )
 from .expiry import Expiry
 from .interrupts import AgentInterrupt, ApprovalHold, Interrupt, InterruptCall, interrupt_as
-from .listings import AuditTrail, PendingTurn, PendingTurns
+from .listings import AuditTrail, InboxItem, PendingTurn, PendingTurns
 from .models.base import Model, register_model, register_provider
 from .models.errors import ModelError
 from .protocol import AgentEndpoint, BaseAgent
@@ -128,6 +128,7 @@ __all__ = [
     "GenerateRequest",
     "GenerateResponse",
     "InMemorySessionStore",
+    "InboxItem",
     "InternalError",
     "Interrupt",
     "InterruptCall",
@@ -169,6 +170,7 @@ __all__ = [
     "define_interrupt",
     "interrupt_as",
     "middleware",
+    "notify",
     "register_model",
     "register_provider",
     "remote_agent",

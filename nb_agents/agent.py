@@ -11,7 +11,8 @@ listings of paused turns and answers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from ._engine import AgentSpec, Authorize, Decide, Engine, InputCheck, PromptTurn, StateSigner
@@ -19,9 +20,10 @@ from ._sync import twin
 from .chat import Chat, make_init
 from .connection import AgentConnection
 from .errors import FailedPreconditionError
-from .listings import AuditTrail, PendingTurn, PendingTurns
+from .listings import AuditTrail, PendingTurn, PendingTurns, select
 from .middleware import Middleware
 from .models.base import Model
+from .notify import OnPause
 from .protocol import BaseAgent, TurnStream
 from .rules import SessionRule, SessionRules
 from .session import TurnHandler
@@ -57,6 +59,9 @@ class Agent(BaseAgent):
             do); a custom handler's turn counts as having acted once it runs.
         decide: The handler's decision step for an answer's calls (prompt agents
             have one: `nb_agents._engine.decision`), run before the answer is claimed.
+        on_pause: Called when a turn ends paused on interrupts, e.g.
+            ``nba.notify.webhook(url, secret=...)`` (`nb_agents.notify`); never
+            blocks or fails the turn.
     """
 
     def __init__(
@@ -72,12 +77,28 @@ class Agent(BaseAgent):
         authorize: Authorize | None = None,
         tracks_tools: bool = False,
         decide: Decide | None = None,
+        on_pause: OnPause | None = None,
     ) -> None:
         # a Mapping is kept as it is: a prompt agent's `ToolTable` grows as its toolsets are listed
         by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
         signer = StateSigner(state_secret) if state_secret is not None else None
+        if on_pause is not None and not callable(on_pause):
+            raise TypeError(
+                f"on_pause must be callable (an event -> None hook), got {type(on_pause).__name__}"
+            )
         self._engine = Engine(
-            AgentSpec(name, handler, store, signer, by_name, validate_input, authorize, tracks_tools, decide)
+            AgentSpec(
+                name,
+                handler,
+                store,
+                signer,
+                by_name,
+                validate_input,
+                authorize,
+                tracks_tools,
+                decide,
+                on_pause,
+            )
         )
         self.name = name
         self.description = description
@@ -89,6 +110,11 @@ class Agent(BaseAgent):
     def spec(self) -> AgentSpec:
         """The agent as the engine sees it (name, handler, store, tools, checks)."""
         return self._engine.spec
+
+    @property
+    def on_pause(self) -> OnPause | None:
+        """The hook called when a turn pauses (``define_agent(..., on_pause=...)``), or None."""
+        return self.spec.on_pause
 
     @property
     def handler(self) -> TurnHandler:
@@ -226,17 +252,37 @@ class Agent(BaseAgent):
         """
         return await self._engine.abort(snapshot_id, context)
 
-    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
-        """The sessions whose latest snapshot waits on interrupts, oldest first.
+    async def pending(
+        self,
+        *,
+        context: dict[str, Any] | None = None,
+        tool: str | Collection[str] | None = None,
+        older_than: timedelta | float | None = None,
+    ) -> PendingTurns:
+        """The sessions whose latest snapshot waits on interrupts, oldest first (the inbox).
 
         Read from the store, so it works after a kernel restart with a
         persistent store (SQLite, file). Only this agent's sessions, and with a
-        request `context` only those the caller may answer. A turn whose answer
-        failed or was aborted after its tools started is listed too, with that
-        ``status``: `PendingTurn.retry` goes on. A pause past its deadline is not
-        listed: its declared default is applied first (see `expire_due`).
+        request `context` only those the caller may answer (its own, or every
+        session of the agent for an approver: ``roles: ["approver"]``). A turn
+        whose answer failed or was aborted after its tools started is listed
+        too, with that ``status``: `PendingTurn.retry` goes on. A pause past its
+        deadline is not listed: its declared default is applied first (see `expire_due`).
+
+        Args:
+            context: The request context the listing is scoped by.
+            tool: Only turns waiting on a call of this tool (a name or names);
+                their `PendingTurn.items` are those calls.
+            older_than: Only turns that have waited at least this long (a
+                `timedelta` or seconds).
+
+        Example:
+            >>> for item in (await agent.pending(tool="transfer")).items():   # doctest: +SKIP
+            ...     print(item.session_id, item.tool, item.requested_by, item.age)
         """
-        return PendingTurns(PendingTurn(self, *found) for found in await self._engine.pending(context))
+        select([], tool=tool, older_than=older_than)  # bad filters are refused before the store is read
+        found = [PendingTurn(self, *waiting) for waiting in await self._engine.pending(context)]
+        return PendingTurns(select(found, tool=tool, older_than=older_than))
 
     async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:
         """Every accepted answer to an interrupt in a session, oldest first.
@@ -332,6 +378,7 @@ def define_agent(
     description: str = "",
     state_secret: str | bytes | None = None,
     authorize: Authorize | None = None,
+    on_pause: OnPause | None = None,
 ) -> Agent:
     """Define a prompt agent: a model, a system prompt and tools.
 
@@ -347,6 +394,7 @@ def define_agent(
         config: Model configuration passed in each request.
         max_turns: The most model calls one turn may make.
         authorize: Who besides a session's owner may act on it (see `Agent`).
+        on_pause: Called when a turn pauses, e.g. ``nba.notify.webhook(url, secret=...)``.
 
     Example:
         >>> from nb_agents.testing import ScriptedModel
@@ -366,6 +414,7 @@ def define_agent(
         authorize=authorize,
         tracks_tools=True,
         decide=handler.decide_answers,
+        on_pause=on_pause,
     )
 
 
@@ -377,6 +426,7 @@ def define_custom_agent(
     description: str = "",
     state_secret: str | bytes | None = None,
     authorize: Authorize | None = None,
+    on_pause: OnPause | None = None,
 ) -> Agent:
     """Define an agent from a turn handler.
 
@@ -391,5 +441,11 @@ def define_custom_agent(
         >>> counter = define_custom_agent("counter", count)
     """
     return Agent(
-        name, handler, store=store, description=description, state_secret=state_secret, authorize=authorize
+        name,
+        handler,
+        store=store,
+        description=description,
+        state_secret=state_secret,
+        authorize=authorize,
+        on_pause=on_pause,
     )

@@ -16,6 +16,7 @@ status (the canonical gRPC status names Genkit uses on the wire), so
     ├── NotFoundError                NOT_FOUND: unknown snapshot, agent, model
     ├── UnauthenticatedError         UNAUTHENTICATED: no or bad credentials
     ├── PermissionDeniedError        PERMISSION_DENIED: not allowed; a forged state blob
+    │   └── LinkError                an answer link tampered with, or expired (nb_agents.notify)
     ├── ResourceExhaustedError       RESOURCE_EXHAUSTED: over a limit
     ├── AbortedError                 ABORTED: the turn was aborted
     ├── UnavailableError             UNAVAILABLE: a remote agent could not be reached

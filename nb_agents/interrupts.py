@@ -8,7 +8,12 @@ pause data. Answers are parts built here:
   tool does not run);
 * ``restart``: a ``toolRequest`` part that runs the tool again, with
   ``metadata.resumed`` (what the tool sees as its reply) and, when the input
-  was replaced, ``metadata.replacedInput`` holding the original input.
+  was replaced, ``metadata.replacedInput`` holding the original input;
+* ``cancel``: the person abandoned the request. A ``toolResponse`` part whose
+  output is ``{"cancelled": "<why>"}`` and whose metadata says
+  ``"cancelled": true`` (`cancel_part`): the tool does not run, the model reads
+  that the call was cancelled (not denied), and the audit records kind
+  ``"cancel"``. AG-UI calls this outcome "cancelled", MCP's elicitation "cancel".
 
 The views of a paused call live here too, beside the builders they call:
 `AgentInterrupt` (the chat API's untyped view, Genkit's ``AgentInterrupt``),
@@ -39,7 +44,9 @@ __all__ = [
     "Interrupt",
     "InterruptCall",
     "approval",
+    "cancel_part",
     "held_for_approval",
+    "is_cancel",
     "interrupt_as",
     "interrupt_digest",
     "respond_part",
@@ -206,11 +213,57 @@ def restart_part(
     )
 
 
-def approval(always: bool = False) -> dict[str, Any]:
-    """The ``resumed`` value of an approval: ``toolApproved`` (Genkit's), and ``always`` when asked."""
+def approval(always: bool = False, scope: str | None = None) -> dict[str, Any]:
+    """The ``resumed`` value of an approval: ``toolApproved`` (Genkit's), and ``always`` when asked.
+
+    `scope` narrows the per-session rule of ``always``: ``"tool"`` (every call of
+    the tool, the default) or ``"arguments"`` (only calls with exactly these arguments).
+
+    Example:
+        >>> approval(True, "arguments")
+        {'toolApproved': True, 'always': True, 'scope': 'arguments'}
+    """
     if not isinstance(always, bool):
         raise TypeError(f"approve(always=...) takes True or False, got {always!r}")
-    return {"toolApproved": True, "always": True} if always else {"toolApproved": True}
+    if scope is not None and scope not in ("tool", "arguments"):
+        raise ValueError(f"approve(scope=...) takes 'tool' or 'arguments', got {scope!r}")
+    if scope is not None and not always:
+        raise ValueError("approve(scope=...) narrows an 'always' rule: pass always=True with it")
+    if not always:
+        return {"toolApproved": True}
+    if scope == "arguments":
+        return {"toolApproved": True, "always": True, "scope": "arguments"}
+    return {"toolApproved": True, "always": True}
+
+
+CANCELLED = "cancelled"
+"""The key of a cancelled call's output (and the mark in its answer's metadata)."""
+
+
+def cancel_part(request: Part, reason: str | None = None) -> Part:
+    """A ``toolResponse`` part that cancels an interrupted call (see the module docstring).
+
+    Example:
+        >>> part = cancel_part(Part(tool_request=ToolRequest(name="transfer", ref="t1", input={})))
+        >>> part.tool_response.output
+        {'cancelled': "The user cancelled the call to 'transfer'."}
+    """
+    tr = _tool_request(request)
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"cancel(reason=...) takes a str or None, got {type(reason).__name__}")
+    text = f"The user cancelled the call to '{tr.name}'" + (f": {reason}" if reason else ".")
+    part = respond_part(request, {CANCELLED: text}, mark=False)
+    part.metadata = {**(part.metadata or {}), CANCELLED: True}
+    return part
+
+
+def is_cancel(part: Part) -> bool:
+    """Whether `part` is a cancel answer: marked ``cancelled``, its output ``{"cancelled": "<text>"}``."""
+    tr = part.tool_response
+    if tr is None or (part.metadata or {}).get(CANCELLED) is not True:
+        return False
+    out = tr.output
+    return isinstance(out, dict) and set(out) == {CANCELLED} and isinstance(out[CANCELLED], str)
 
 
 def _tool_request(part: Part) -> ToolRequest:
@@ -271,12 +324,17 @@ class InterruptCall(Generic[InT]):
         """Supply the tool's output without running it (goes in ``respond``)."""
         return respond_part(self.part, output)
 
-    def approve(self, *, always: bool = False) -> Part:
+    def approve(self, *, always: bool = False, scope: str | None = None) -> Part:
         """Approve a call held by `ToolApproval` (restart with ``toolApproved``).
 
-        With `always`, this tool's later calls in this session run without asking too.
+        With `always`, this tool's later calls in this session run without asking too
+        (``scope="arguments"``: only those with exactly these arguments).
         """
-        return restart_part(self.part, resumed=approval(always))
+        return restart_part(self.part, resumed=approval(always, scope))
+
+    def cancel(self, reason: str | None = None) -> Part:
+        """Cancel the call: the tool does not run, the model is told (goes in ``respond``)."""
+        return cancel_part(self.part, reason)
 
     def __repr__(self) -> str:
         return f"InterruptCall(name={self.name!r}, ref={self.ref!r}, input={self.input!r})"
@@ -332,7 +390,7 @@ class AgentInterrupt:
         """
         return restart_part(self.part, resumed=resumed, replace_input=replace_input, mark_resumed=False)
 
-    def approve(self, *, always: bool = False) -> Part:
+    def approve(self, *, always: bool = False, scope: str | None = None) -> Part:
         """Approve a call held by `ToolApproval`. Goes in ``restart``.
 
         Args:
@@ -340,8 +398,27 @@ class AgentInterrupt:
                 answer carries ``resumed.always = true``, and the turn it
                 resumes stores a per-session rule (`Agent.rules` lists it,
                 `Agent.revoke_rule` revokes it). Needs an agent with a store.
+            scope: What the ``always`` rule allows: ``"tool"`` (every call of
+                this tool; the default) or ``"arguments"`` (only calls with
+                exactly this call's arguments).
+
+        Example:
+            >>> await chat.resume(restart=[i.approve(always=True, scope="arguments")])  # doctest: +SKIP
         """
-        return restart_part(self.part, resumed=approval(always))
+        return restart_part(self.part, resumed=approval(always, scope))
+
+    def cancel(self, reason: str | None = None) -> Part:
+        """Cancel the call: the person abandoned the request. Goes in ``respond``.
+
+        The tool does not run; the model reads ``{"cancelled": "The user cancelled
+        the call to '<tool>'[: reason]"}``, which is not a denial; the audit
+        records kind ``"cancel"`` (a person's decision). Any interrupt can be
+        cancelled, whatever its output schema.
+
+        Example:
+            >>> await chat.resume(respond=[i.cancel("No longer needed")])  # doctest: +SKIP
+        """
+        return cancel_part(self.part, reason)
 
     def __repr__(self) -> str:
         kind = type(self).__name__

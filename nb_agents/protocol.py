@@ -32,7 +32,8 @@ Every async verb has a ``<verb>_sync`` twin (`BaseAgent`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ._sync import twin
@@ -117,8 +118,14 @@ class BaseAgent:
         """Abort a pending (detached) snapshot; returns its previous status."""
         raise NotImplementedError
 
-    async def pending(self, *, context: dict[str, Any] | None = None) -> PendingTurns:
-        """The interrupts waiting for an answer, across sessions."""
+    async def pending(
+        self,
+        *,
+        context: dict[str, Any] | None = None,
+        tool: str | Collection[str] | None = None,
+        older_than: timedelta | float | None = None,
+    ) -> PendingTurns:
+        """The interrupts waiting for an answer, across sessions (the inbox; see `Agent.pending`)."""
         self._cannot("list what is pending", "it keeps no sessions it can list")
 
     async def audit(self, session_id: str, *, context: dict[str, Any] | None = None) -> AuditTrail:

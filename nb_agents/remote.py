@@ -30,7 +30,8 @@ import asyncio
 import contextlib
 import inspect
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -46,6 +47,8 @@ from .errors import (
     strip_status_prefix,
 )
 from .frames import agent_frames
+from .inbox import turn_from_wire
+from .listings import PendingTurns
 from .protocol import BaseAgent
 from .rules import SessionRule, SessionRules
 from .types import (
@@ -259,6 +262,31 @@ class RemoteAgent(BaseAgent):
             f"{self.url.rstrip('/')}/revokeRule", {"sessionId": session_id, "ruleId": rule_id}
         )
         return SessionRule.from_dict(result)
+
+    async def pending(
+        self,
+        *,
+        context: dict[str, Any] | None = None,
+        tool: str | Collection[str] | None = None,
+        older_than: timedelta | float | None = None,
+    ) -> PendingTurns:
+        """The paused turns the server lets this client answer (an nb_agents server's ``/pending``).
+
+        The same listing as `Agent.pending`, scoped by the server's request
+        context (the client's own sessions; every session for an approver);
+        each turn's ``chat()`` answers it over HTTP.
+        """
+        _no_context(context)
+        data: dict[str, Any] = {}
+        if tool is not None:
+            data["tool"] = tool if isinstance(tool, str) else list(tool)
+        if older_than is not None:
+            data["olderThan"] = (
+                older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+            )
+        result = await self._call(f"{self.url.rstrip('/')}/pending", data)
+        found = result.get("pending") if isinstance(result, dict) else None
+        return PendingTurns(turn_from_wire(self, t) for t in found or [])
 
 
 def remote_agent(

@@ -10,7 +10,9 @@ Two kinds, one matching rule:
   tool, in this session, runs without asking from then on. It is data kept
   with the session's snapshots (``SessionSnapshot.rules``), so it survives a
   kernel or server restart; `Agent.rules` lists and `Agent.revoke_rule`
-  revokes it.
+  revokes it. Its *scope* says which calls it answers: ``"tool"`` (every
+  call of the tool, the default) or ``"arguments"`` (only calls with exactly
+  the arguments that were approved: ``approve(always=True, scope="arguments")``).
 
 Which rule answered which call is recorded in the audit (kind ``"rule"``),
 and so are a session rule's creation and revocation (``"rule-created"``,
@@ -27,6 +29,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._display import bundle
+from ._json import canonical
 
 if TYPE_CHECKING:
     from .expiry import Expiry
@@ -36,15 +39,20 @@ __all__ = [
     "Gate",
     "RuleAction",
     "SessionRule",
+    "RuleScope",
     "SessionRules",
     "always_asked",
     "match_session",
+    "rule_scope",
 ]
 
 log = logging.getLogger("nb_agents.rules")
 
 RuleAction = Literal["allow", "deny"]
 _ACTIONS = ("allow", "deny")
+RuleScope = Literal["tool", "arguments"]
+"""Which calls a per-session rule answers: every call of its tool, or those with its exact arguments."""
+SCOPES: tuple[RuleScope, ...] = ("tool", "arguments")
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,9 @@ class SessionRule:
         created_by: Who answered, when known.
         snapshot_id: The paused snapshot whose answer made it.
         ref: The call that was answered.
+        scope: ``"tool"`` (every call of the tool) or ``"arguments"`` (only calls
+            whose input is exactly `input`).
+        input: The approved arguments of an ``"arguments"`` rule, else None.
     """
 
     id: str
@@ -172,6 +183,15 @@ class SessionRule:
     created_by: str | None = None
     snapshot_id: str | None = None
     ref: str | None = None
+    scope: str = "tool"
+    input: Any = None
+
+    @property
+    def scope_words(self) -> str:
+        """The scope as the rule list shows it: "every call", or "only these arguments: {...}"."""
+        if self.scope != "arguments":
+            return "every call"
+        return "only these arguments: " + canonical(self.input)
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as it is stored (camelCase JSON keys, None left out)."""
@@ -184,7 +204,11 @@ class SessionRule:
             "snapshotId": self.snapshot_id,
             "ref": self.ref,
         }
-        return {k: v for k, v in wire.items() if v is not None}
+        out = {k: v for k, v in wire.items() if v is not None}
+        if self.scope != "tool":  # a rule of tool scope is stored as it always was
+            out["scope"] = self.scope
+            out["input"] = self.input
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionRule:
@@ -196,6 +220,8 @@ class SessionRule:
             created_by=data.get("createdBy"),
             snapshot_id=data.get("snapshotId"),
             ref=data.get("ref"),
+            scope=str(data.get("scope", "tool")),
+            input=data.get("input"),
         )
 
 
@@ -206,10 +232,17 @@ class SessionRules(list[SessionRule]):
         return bundle(self)
 
 
-def match_session(rules: Sequence[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
-    """The stored session rule (a dict) that allows tool `name`, or None."""
+def match_session(rules: Sequence[dict[str, Any]] | None, name: str, input: Any) -> dict[str, Any] | None:
+    """The stored session rule (a dict) that allows a call of tool `name` with `input`, or None.
+
+    A rule of scope ``"arguments"`` matches only the exact input it was made for
+    (compared as canonical JSON); a rule of an unknown scope matches nothing.
+    """
     for rule in rules or ():
-        if rule.get("tool") == name and rule.get("action", "allow") == "allow":
+        if rule.get("tool") != name or rule.get("action", "allow") != "allow":
+            continue
+        scope = rule.get("scope", "tool")
+        if scope == "tool" or (scope == "arguments" and canonical(rule.get("input")) == canonical(input)):
             return rule
     return None
 
@@ -217,3 +250,15 @@ def match_session(rules: Sequence[dict[str, Any]] | None, name: str) -> dict[str
 def always_asked(resumed: Any) -> bool:
     """Whether a restart's ``resumed`` value asks for a per-session rule (``approve(always=True)``)."""
     return isinstance(resumed, dict) and resumed.get("always") is True
+
+
+def rule_scope(resumed: Any) -> RuleScope:
+    """The scope a ``resumed`` value asks its per-session rule to have (``"tool"`` unless it says).
+
+    Raises:
+        ValueError: The scope is neither ``"tool"`` nor ``"arguments"``.
+    """
+    scope = resumed.get("scope", "tool") if isinstance(resumed, dict) else "tool"
+    if scope not in SCOPES:
+        raise ValueError(f"an 'always' rule's scope is 'tool' or 'arguments', got {scope!r}")
+    return "arguments" if scope == "arguments" else "tool"

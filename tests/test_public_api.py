@@ -159,6 +159,7 @@ def test_all_is_exactly_the_public_namespace() -> None:
     }
     public |= set(nb_agents._LAZY)  # the names imported on first use
     public.add("middleware")  # the one submodule the design exposes as a name (nba.middleware.ToolApproval)
+    public.add("notify")  # and nba.notify.webhook (DESIGN.md, the next capabilities)
     public.discard("TYPE_CHECKING")
     public.discard("Any")
     public.add("__version__")

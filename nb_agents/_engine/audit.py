@@ -3,8 +3,8 @@
 The engine computes the records; the store only keeps them, in the turn's final
 write (so an answer, the rules it made and its record are stored together):
 
-* one per answer the turn ran on (``respond``, ``restart``, or ``expired`` for a
-  deadline's default), naming who answered (`AuditRecord.answered_by`: the
+* one per answer the turn ran on (``respond``, ``restart``, ``cancel``, or
+  ``expired`` for a deadline's default), naming who answered (`AuditRecord.answered_by`: the
   authenticated principal, else what the client claimed) and the decision that
   let the call run or not (``decision``: ``person``, ``expiry``, or ``rule``
   when a deny rule refused an approved edit), with the exact input that ran;
@@ -12,13 +12,18 @@ write (so an answer, the rules it made and its record are stored together):
   allowlist, for a tool that needs a person) decided;
 * one ``rule-created`` record per per-session rule an ``approve(always=True)``
   made (the rule gets its ``createdAt``, ``createdBy`` and ``snapshotId``).
+
+Every record names the session's owner (`AuditRecord.requested_by`), so an
+answer given by an approver reads "answered by lee, requested by ana".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from ..interrupts import is_cancel
 from ..rules import always_asked
 from ..stores.base import AuditRecord, now_iso
 from ..types import ToolResume
@@ -57,10 +62,11 @@ def _answers(
             expired = (part.metadata or {}).get("expired")  # a deadline's default: when, and which
             expired = expired if isinstance(expired, dict) else None
             person = expired is None
+            kind = ("cancel" if is_cancel(part) else "respond") if person else "expired"
             records.append(
                 AuditRecord(
                     session_id, parent_id, child_id, tr.name, tr.ref,
-                    "respond" if person else "expired", tr.output if person else expired, None, at,
+                    kind, tr.output if person else expired, None, at,
                     by if person else None, claimed if person else None,
                     "person" if person else "expiry", None,
                 )
@@ -99,6 +105,7 @@ def turn_audit(
     principal: str | None,
     decisions: Sequence[Decided],
     new_rules: Sequence[dict[str, Any]],
+    requested_by: str | None = None,
 ) -> list[AuditRecord]:
     """The audit records of a turn (see the module docstring).
 
@@ -109,6 +116,7 @@ def turn_audit(
         principal: The authenticated caller, when there is one.
         decisions: What the decision step decided about the calls that needed one.
         new_rules: The per-session rules the turn's answers made (updated in place).
+        requested_by: The session's owner (who asked), kept on every record.
     """
     at = now_iso()
     decided = {(name, ref): (d, inp) for name, ref, d, inp in decisions}
@@ -141,4 +149,6 @@ def turn_audit(
                 session_id, where, child, name, ref, d.kind, answer, None, at, decision=d.kind, input=ran
             )
         )
+    if requested_by is not None:
+        records = [replace(r, requested_by=requested_by) for r in records]
     return records

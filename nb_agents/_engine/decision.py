@@ -23,7 +23,8 @@ so a ``resumed`` value reaches `decide` only from an answer.
 The order: a deny rule that matches the input that will run refuses the call,
 whoever approved it; then an approval (``resumed.toolApproved``) runs it;
 unanswered, the first matching static rule answers it, then the allowlist,
-then a live session rule; otherwise it is held for a person. Each decision
+then a live session rule (of its tool, or of its tool and exactly its
+arguments: `rules.match_session`); otherwise it is held for a person. Each decision
 names its kind (``person``, ``rule``, ``expiry``, ``policy``), which the audit
 records with the principal and the exact input that ran.
 """
@@ -34,7 +35,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..rules import ApprovalRule, Gate, always_asked, match_session
+from ..rules import ApprovalRule, Gate, RuleScope, always_asked, match_session, rule_scope
 from ..tools import Tool
 
 __all__ = ["Call", "Decision", "DecisionKind", "Gate", "approved", "decide", "session_rule"]
@@ -57,6 +58,7 @@ class Decision:
         rule: The rule that answered: ``{"rule": id, "action": "allow" | "deny"}``.
         output: What a denied call answers the model.
         always: An approval that also asks for a per-session rule.
+        scope: That rule's scope: ``"tool"`` or ``"arguments"`` (this exact input).
     """
 
     verdict: Verdict
@@ -65,6 +67,7 @@ class Decision:
     rule: dict[str, Any] | None = None
     output: Any = None
     always: bool = False
+    scope: RuleScope = "tool"
 
 
 FREE = Decision("run")
@@ -117,20 +120,33 @@ async def decide(call: Call, tool: Tool | None, gate: Gate | None, live_rules: L
             if rule.action == "deny" and rule.matches(call.name, call.input):
                 return _by_rule(rule, call.name)  # judged on the input that will run
         kind: DecisionKind = "expiry" if call.expired is not None else "person"
+        always = always_asked(call.answer)
         return Decision(
-            "run", kind, call.principal if kind == "person" else None, always=always_asked(call.answer)
+            "run",
+            kind,
+            call.principal if kind == "person" else None,
+            always=always,
+            scope=rule_scope(call.answer) if always else "tool",
         )
     for rule in rules:
         if rule.matches(call.name, call.input):
             return _by_rule(rule, call.name)
     if gate is not None and call.name in gate.allowed:
         return Decision("run", "policy") if needs else FREE
-    found = match_session(await live_rules(), call.name)
+    found = match_session(await live_rules(), call.name, call.input)
     if found is not None:
         return Decision("run", "rule", rule={"rule": found["id"], "action": "allow"})
     return HOLD
 
 
-def session_rule(name: str, ref: str | None, key: str) -> dict[str, Any]:
-    """The per-session rule an ``approve(always=True)`` of a call of `name` makes (its id from `key`)."""
-    return {"id": f"always-{key[:12]}", "tool": name, "action": "allow", "ref": ref}
+def session_rule(
+    name: str, ref: str | None, key: str, scope: RuleScope = "tool", input: Any = None
+) -> dict[str, Any]:
+    """The per-session rule an ``approve(always=True)`` of a call of `name` makes (its id from `key`).
+
+    A rule of scope ``"arguments"`` keeps the exact `input` it allows.
+    """
+    rule: dict[str, Any] = {"id": f"always-{key[:12]}", "tool": name, "action": "allow", "ref": ref}
+    if scope == "arguments":
+        rule.update(scope="arguments", input=input)
+    return rule

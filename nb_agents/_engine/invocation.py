@@ -35,7 +35,7 @@ from ..types import (
 from .expiry import due_parts, expiry_resume, has_deadline
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .loading import PreTurnFailureError, load_session
-from .ownership import Action
+from .ownership import Action, visible
 from .spec import AgentSpec
 from .turn import Turn
 
@@ -80,6 +80,7 @@ class Invocation:
         self.session: Session | None = None
         self.parent_id: str | None = None
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
+        self.action: Action = "message"  # what the first input asked of the session
         self._watching: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self.expiring = False  # this invocation applies expired defaults: it never applies them lazily
@@ -162,7 +163,10 @@ class Invocation:
 
     async def _load(self, first: AgentInput | None) -> AgentOutput | None:
         """Resolve the init into the session; a failed output when it cannot be."""
-        action: Action = "resume" if first is not None and first.resume is not None else "message"
+        # an input that also carries a message sends into the session: asked as a message
+        answer_only = first is not None and first.resume is not None and first.message is None
+        action: Action = "resume" if answer_only else "message"
+        self.action = action
         try:
             self.session, self.parent_id, self.owner = await load_session(
                 self.spec, self.init, context=self.options.context, action=action
@@ -259,6 +263,16 @@ class Invocation:
             if self.spec.signer is not None:
                 out.state = self.spec.signer.sign(out.state)
         return out
+
+    async def may_message(self) -> bool:
+        """Whether the caller, who opened this invocation to answer, may also send messages into it."""
+        if self.store is None or self.parent_id is None:
+            return True
+        snap = await self.store.get_snapshot(self.parent_id)
+        return snap is None or visible(
+            snap, agent=self.spec.name, context=self.options.context, action="message",
+            authorize=self.spec.authorize,
+        )  # fmt: skip
 
     async def _wait_turn(
         self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None

@@ -11,6 +11,12 @@ context sees a snapshot only when
   policy grants the caller the action (``"read"``, ``"message"``, ``"resume"``,
   ``"abort"``): ``authorize(principal, snapshot, action) -> bool``.
 
+An *approver* (a caller whose context says ``{"auth": {"uid": "lee", "roles":
+["approver"]}}``) may also ``"read"`` and ``"resume"`` (answer the waiting
+interrupts of) every session of the agent, and never ``"message"`` (send into)
+or ``"abort"`` one that is not theirs; the audit then names both the approver
+(``answered_by``) and the session's owner (``requested_by``).
+
 Anything else is answered exactly as an unknown id is (``NOT_FOUND``), so a
 caller learns nothing about sessions that are not theirs. A caller without a
 context (``context=None``: in-process code, the notebook's own user) is trusted
@@ -24,11 +30,15 @@ from typing import Any, Literal
 
 from ..types import SessionSnapshot
 
-__all__ = ["Action", "Authorize", "principal_of", "visible"]
+__all__ = ["APPROVER_ROLE", "Action", "Authorize", "is_approver", "principal_of", "visible"]
 
 Action = Literal["read", "message", "resume", "abort"]
 Authorize = Callable[[str | None, SessionSnapshot, str], bool]
 """A team's policy: may `principal` do `action` on `snapshot`, which another owns?"""
+
+APPROVER_ROLE = "approver"
+"""The role (``context["auth"]["roles"]``) that may read and answer others' sessions of an agent."""
+_APPROVER_ACTIONS = ("read", "resume")
 
 
 def principal_of(context: Mapping[str, Any] | None) -> str | None:
@@ -36,6 +46,15 @@ def principal_of(context: Mapping[str, Any] | None) -> str | None:
     auth = context.get("auth") if context else None
     uid = auth.get("uid") if isinstance(auth, Mapping) else None
     return uid if isinstance(uid, str) and uid else None
+
+
+def is_approver(context: Mapping[str, Any] | None) -> bool:
+    """Whether the request context names an authenticated approver (``roles`` holds ``"approver"``)."""
+    auth = context.get("auth") if context else None
+    roles = auth.get("roles") if isinstance(auth, Mapping) else None
+    if principal_of(context) is None or not isinstance(roles, list | tuple):
+        return False
+    return APPROVER_ROLE in roles
 
 
 def visible(
@@ -53,5 +72,7 @@ def visible(
         return True
     principal = principal_of(context)
     if principal == snap.owner:
+        return True
+    if action in _APPROVER_ACTIONS and is_approver(context):
         return True
     return authorize is not None and bool(authorize(principal, snap, action))

@@ -12,7 +12,8 @@ Rules (Genkit Go's, the strictest of the runtimes; see DESIGN.md):
 * a restart's input must equal the original, unless the part carries
   ``metadata.replacedInput`` equal to the original and the new input fits the
   tool's input schema;
-* a respond's output must fit the tool's output schema, a restart's
+* a respond's output must fit the tool's output schema (a denial of a held
+  call and a cancel, ``{"cancelled": ...}``, are not outputs), a restart's
   ``resumed`` value the tool's resume type;
 * ``approve(always=True)`` (``resumed.always``) answers only a call held for
   approval (a rule for a question the tool asks would never be consulted);
@@ -34,8 +35,8 @@ from pydantic import ValidationError
 
 from .._json import canonical
 from ..errors import FailedPreconditionError, InvalidArgumentError
-from ..interrupts import held_for_approval, interrupt_digest
-from ..rules import always_asked
+from ..interrupts import held_for_approval, interrupt_digest, is_cancel
+from ..rules import always_asked, rule_scope
 from ..tools import Tool
 from ..types import Message, Part, ToolResume
 
@@ -178,6 +179,13 @@ def validate_resume(
                 "(approve(always=True)), but that call is not held for approval: it asks a question of "
                 "its own, which a rule cannot answer. Answer it without always=True."
             )
+        if always_asked(meta.get("resumed")):
+            try:
+                rule_scope(meta.get("resumed"))
+            except ValueError as exc:
+                raise InvalidArgumentError(
+                    f"resume.restart for tool '{tr.name}'{_ref(tr.ref)}: {exc}"
+                ) from None
         started = (original.metadata or {}).get("started")
         if started is not None and not retry:
             where = started.get("snapshotId") if isinstance(started, dict) else None
@@ -219,7 +227,13 @@ def validate_resume(
         mark = (part.metadata or {}).get("expired")
         applied = mark.get("applied") if isinstance(mark, dict) else None
         expired_denial = isinstance(applied, dict) and "deny" in applied
-        if tool is not None and not held_for_approval(original) and not expired_denial:
+        # a cancel says the person abandoned the call: not the tool's output either
+        if (
+            tool is not None
+            and not held_for_approval(original)
+            and not expired_denial
+            and not is_cancel(part)
+        ):
             try:
                 tool.check_output(resp.output)
             except ValidationError as exc:

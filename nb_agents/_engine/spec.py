@@ -17,6 +17,7 @@ from ..types import AgentInput
 from .ownership import Authorize
 
 if TYPE_CHECKING:
+    from ..notify import OnPause
     from ..stores.base import SessionStore
     from .signing import StateSigner
 
@@ -51,6 +52,7 @@ class AgentSpec:
         tracks_tools: The handler reports when it starts a tool (`TurnContext.tools_started`);
             otherwise a turn counts as having acted as soon as its handler runs.
         decide: The handler's decision step for an answer's calls (`Decide`), run before the claim.
+        on_pause: Called (never awaited by the turn) when a turn ends paused (`nb_agents.notify`).
     """
 
     name: str
@@ -62,3 +64,4 @@ class AgentSpec:
     authorize: Authorize | None = None
     tracks_tools: bool = False
     decide: Decide | None = None
+    on_pause: OnPause | None = None

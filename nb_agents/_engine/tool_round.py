@@ -145,8 +145,10 @@ class ToolRunner:
             send_chunk=turn.send_chunk,
         )
         tctx.answered_by_rule = decision.rule
-        if decision.always and not any(r.get("tool") == tr.name for r in turn.new_rules):
-            turn.new_rules.append(session_rule(tr.name, tr.ref, tctx.idempotency_key))
+        if decision.always:
+            rule = session_rule(tr.name, tr.ref, tctx.idempotency_key, decision.scope, tr.input)
+            if not any(_same_rule(r, rule) for r in turn.new_rules):
+                turn.new_rules.append(rule)
         if call is None:
             available = ", ".join(self.tools) or "none"
             return Done({"error": f"Tool '{tr.name}' is not available (available tools: {available})."})
@@ -328,6 +330,11 @@ class ToolRunner:
             metadata={"resumed": resume.metadata if resume.metadata is not None else True},
         )
         return False, tool_msg, _replace_requests(model_msg, resolved)
+
+
+def _same_rule(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two rules a turn made allow the same calls (one is enough)."""
+    return (a.get("tool"), a.get("scope"), a.get("input")) == (b.get("tool"), b.get("scope"), b.get("input"))
 
 
 def tool_response(request: Part, output: Any, metadata: dict[str, Any] | None = None) -> Part:

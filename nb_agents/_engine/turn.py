@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FailedPreconditionError, NbAgentsError, StaleClaimError
-from ..session import TurnContext, as_message, last_model
+from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
+from ..notify import PauseEvent, fire
+from ..session import Session, TurnContext, as_message, last_model
 from ..stores.base import AuditRecord
 from ..types import (
     AgentErrorInfo,
@@ -51,7 +52,7 @@ from .resume import resume_digest
 if TYPE_CHECKING:
     from .invocation import Invocation
 
-__all__ = ["REPLAY_TIMEOUT", "Turn"]
+__all__ = ["REPLAY_TIMEOUT", "Turn", "pause_event"]
 
 REPLAY_TIMEOUT = 60.0
 
@@ -78,6 +79,13 @@ class Failed:
 Outcome = Ran | Aborted | Failed
 
 
+def pause_event(agent: str, session: Session, snapshot_id: str | None, owner: str | None) -> PauseEvent:
+    """What the ``on_pause`` hook is told of a turn that just paused."""
+    last = session.last_model()
+    parts = last.interrupts() if last is not None else []
+    return PauseEvent(agent, session.session_id, snapshot_id, parts, owner)
+
+
 class Turn:
     """One turn of `inv` on input `inp`: call it to run its steps; returns the turn's output."""
 
@@ -96,6 +104,11 @@ class Turn:
         self.ctx: TurnContext | None = None
 
     async def __call__(self) -> AgentOutput:
+        inv = self.inv
+        if self.inp.message is not None and inv.action == "resume" and not await inv.may_message():
+            # a connection opened to answer (an approver may) sends no message into another's session
+            assert inv.session is not None
+            return self._refused(NotFoundError(f"Session {inv.session.session_id} not found."))
         refused = self.check() or await self.decide() or await self.claim()
         if refused is not None:
             return refused
@@ -267,6 +280,8 @@ class Turn:
             if written != "written":
                 return self._unrecorded()
             inv.parent_id = snapshot_id
+            if finish == "interrupted" and inv.spec.on_pause is not None:
+                fire(inv.spec.on_pause, pause_event(inv.spec.name, inv.session, snapshot_id, inv.owner))
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         return inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
 
@@ -393,4 +408,5 @@ class Turn:
             principal=principal_of(inv.options.context),
             decisions=decisions,
             new_rules=new_rules,
+            requested_by=inv.owner,
         )

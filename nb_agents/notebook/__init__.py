@@ -2,7 +2,8 @@
 
 `TurnView` is what a response shows in a cell: a form per interrupt and the
 continuation streamed below; `ChatWidget` is a chat box with inline forms;
-`pending` redraws every waiting form after a kernel restart; `compare` shows
+`pending` redraws every waiting form after a kernel restart; `Inbox` lists every
+interrupt waiting across sessions and agents, to answer in batches; `compare` shows
 two continuations of one pause (a chat and its fork) side by side. Importing this
 package imports ipywidgets; ``import nb_agents`` alone never does.
 
@@ -22,6 +23,7 @@ from .chat_widget import ChatWidget
 from .compare import Comparison, compare
 from .fields import Field, FieldError, schema_field
 from .forms import Answer, InterruptForm, is_approval_shaped
+from .inbox import Inbox
 from .pending import PendingView, apending, pending
 from .view import TurnView
 
@@ -31,6 +33,7 @@ __all__ = [
     "Comparison",
     "Field",
     "FieldError",
+    "Inbox",
     "InterruptForm",
     "PendingView",
     "TurnView",

@@ -20,8 +20,10 @@ one place that decides it (`BUTTONS`, by mode):
 * nothing known (a remote agent, ``json``): JSON text areas to respond or restart.
 
 Every form that lets a tool run offers Deny (a respond the model reads: the
-tool does not run). Editing the arguments turns Approve into "Approve with
-changes" and shows what changed. Values are checked with the tool's own
+tool does not run), and every form offers **Cancel** (the person abandons the
+request: `AgentInterrupt.cancel`, which the model reads as cancelled, not
+denied). Editing the arguments turns Approve into "Approve with changes" and
+shows what changed. Values are checked with the tool's own
 pydantic adapters before anything is sent; an error shows beside its field
 and nothing is recorded. Parts are built with the interrupt's builders
 (`AgentInterrupt.respond`, ``restart``, ``approve``, `ApprovalHold.deny`),
@@ -112,7 +114,7 @@ class InterruptForm(AnswerBox):
         mode: ``"hold"``, ``"approve-respond"``, ``"respond"``, ``"approve-restart"``,
             ``"restart"``, ``"continue"`` or ``"json"``.
         answer: The recorded `Answer`, or None.
-        approve_button, always_button, deny_button, submit_button, continue_button,
+        approve_button, always_button, deny_button, cancel_button, submit_button, continue_button,
         answer_toggle, edit_toggle, change_button: the controls (None when absent).
         reply: The answer's fields; reason: the deny reason beside Deny; inputs: the arguments.
 
@@ -122,13 +124,13 @@ class InterruptForm(AnswerBox):
     """
 
     BUTTONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "hold": ("approve", "always", "deny", "edit"),
-        "approve-respond": ("approve", "deny"),
-        "approve-restart": ("approve", "deny", "edit"),
-        "respond": ("submit",),
-        "restart": ("submit", "deny", "edit"),
-        "continue": ("continue", "answer", "deny", "edit"),
-        "json": ("submit", "restart", "deny", "edit"),
+        "hold": ("approve", "always", "deny", "cancel", "edit"),
+        "approve-respond": ("approve", "deny", "cancel"),
+        "approve-restart": ("approve", "deny", "cancel", "edit"),
+        "respond": ("submit", "cancel"),
+        "restart": ("submit", "deny", "cancel", "edit"),
+        "continue": ("continue", "answer", "deny", "cancel", "edit"),
+        "json": ("submit", "restart", "deny", "cancel", "edit"),
     }
     """The controls of each mode, in the order they show."""
 
@@ -160,6 +162,7 @@ class InterruptForm(AnswerBox):
         self.approve_button: Any = None
         self.always_button: Any = None
         self.deny_button: Any = None
+        self.cancel_button: Any = None
         self.submit_button: Any = None
         self.continue_button: Any = None
         self.answer_toggle: Any = None
@@ -304,6 +307,13 @@ class InterruptForm(AnswerBox):
             self.deny_button = _button("Deny", "danger")
             self.deny_button.on_click(lambda _: self._record(self._deny))
             buttons += [self.deny_button, self.reason.widget]
+        if "cancel" in actions:  # the person abandons the request: nothing runs, the model is told
+            self.cancel_button = _button("Cancel")
+            self.cancel_button.tooltip = (
+                "Cancel this request: the tool does not run, and the assistant is told"
+            )
+            self.cancel_button.on_click(lambda _: self._record(self._cancel))
+            buttons.append(self.cancel_button)
         return [
             *rows,
             widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
@@ -402,6 +412,11 @@ class InterruptForm(AnswerBox):
         reason = self._read(self.reason) or ""
         return Answer("respond", self.interrupt.respond(self._denial(str(reason))), "denied", "denied")
 
+    def _cancel(self) -> Answer:
+        reason = self._read(self.reason) if self.reason is not None else None
+        part = self.interrupt.cancel(str(reason) if reason else None)
+        return Answer("respond", part, "cancelled", "cancelled")
+
     def _submit(self) -> Answer:
         value = self._read(self.reply)
         tool = self.tool
@@ -449,7 +464,9 @@ class InterruptForm(AnswerBox):
 
     def set_disabled(self, disabled: bool) -> None:
         """Disable or enable every control of the form."""
-        controls = (self.approve_button, self.always_button, self.deny_button, self.submit_button)
+        controls = (
+            self.approve_button, self.always_button, self.deny_button, self.cancel_button, self.submit_button,
+        )  # fmt: skip
         for button in (*controls, self.continue_button):
             if button is not None:
                 button.disabled = disabled

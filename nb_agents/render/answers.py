@@ -21,7 +21,7 @@ _DENIED_PREFIX = "The user denied"
 
 
 def answer_verb(kind: str, answer: Any) -> str:
-    """``"approved"``, ``"denied"`` or ``"answered"`` for an answer as the audit records it.
+    """``"approved"``, ``"denied"``, ``"cancelled"`` or ``"answered"`` for an answer as the audit records it.
 
     Example:
         >>> answer_verb("restart", {"toolApproved": True}), answer_verb("respond", {"approved": False})
@@ -29,6 +29,8 @@ def answer_verb(kind: str, answer: Any) -> str:
         >>> answer_verb("expired", {"at": "2026-05-03T14:02:00.000Z", "applied": {"deny": "Too late."}})
         'expired, denied'
     """
+    if kind == "cancel":  # the person abandoned the call: it did not run
+        return "cancelled"
     if kind == "expired":  # nobody answered in time: the declared default was applied
         applied = answer.get("applied") if isinstance(answer, dict) else None
         applied = applied if isinstance(applied, dict) else {}

@@ -135,11 +135,11 @@ def rules_bundle(rules: Sequence[SessionRule]) -> dict[str, str]:
     from .._display import static_mode
 
     static = static_mode()  # times change from run to run
-    head = ["Tool", "By"] if static else ["Tool", "Allowed since", "By"]
+    head = ["Tool", "Scope", "By"] if static else ["Tool", "Scope", "Allowed since", "By"]
     rows, lines = [], ["\t".join(head)]
     for rule in rules:
-        by = rule.created_by or ""
-        cells = [rule.tool, by] if static else [rule.tool, local_time(rule.created_at), by]
+        by, scope = rule.created_by or "", rule.scope_words
+        cells = [rule.tool, scope, by] if static else [rule.tool, scope, local_time(rule.created_at), by]
         rows.append("<tr>" + "".join(f'<td style="{_CELL}">{esc(c)}</td>' for c in cells) + "</tr>")
         lines.append("\t".join(cells))
     if not rules:

@@ -18,6 +18,13 @@ Per agent, relative to ``prefix``:
   the session's per-session approval rules (an nb_agents extension).
 * ``POST /{name}/revokeRule``: ``{"data": {"sessionId", "ruleId"}}`` ->
   ``{"result": rule}``, the revoked rule; 404 ``NOT_FOUND`` for an unknown one.
+* ``POST /{name}/pending``: ``{"data": {"tool"?: name | [names], "olderThan"?: seconds}}``
+  -> ``{"result": {"pending": [turn, ...]}}``, the paused turns the caller may
+  answer (its own; every one of the agent for an approver), oldest first, each
+  ``{sessionId, snapshotId, status, message, requestedBy?, pausedAt?, tools?}``
+  (`nb_agents.inbox.turn_to_wire`; an nb_agents extension).
+* ``GET|POST /{name}/answer?token=...``: the page a signed answer link opens
+  (`nb_agents.server.answer_page`), for an agent whose ``on_pause`` sends them.
 * ``GET /``: the agents served, each with Genkit's ``metadata.agent``.
 
 The companions exist only for agents with a store, as in Genkit. Every
@@ -40,7 +47,9 @@ from starlette.types import ASGIApp
 
 from ..agent import Agent
 from ..errors import NbAgentsError, NotFoundError, RequestError
+from ..inbox import turn_to_wire
 from ..types import AgentInit, AgentInput, CallOptions
+from .answer_page import answer_routes
 from .auth import ContextProvider, resolve_context
 from .errors import error_response, outgoing
 from .request import (
@@ -214,6 +223,8 @@ def create_app(
             routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
             routes.append(Route(path + "/rules", guarded(verbs.rules), methods=["POST"]))
             routes.append(Route(path + "/revokeRule", guarded(verbs.revoke_rule), methods=["POST"]))
+            routes.append(Route(path + "/pending", guarded(verbs.pending), methods=["POST"]))
+            routes += answer_routes(agent, path, max_body_bytes=max_body_bytes)
     middleware = []
     if cors_origins:
         middleware.append(
@@ -358,6 +369,22 @@ class _AgentRoutes:
             raise RequestError('rules takes {"data": {"sessionId": "..."}}')
         found = await self.agent.rules(session_id, context=request.state.nba_context)
         return JSONResponse({"result": {"rules": [r.to_dict() for r in found]}})
+
+    async def pending(self, request: Request) -> ASGIApp:
+        _, data = await self._data(request, fields=("tool", "olderThan", "older_than"))
+        data = data if data is not None else {}
+        if not isinstance(data, dict):
+            raise RequestError('pending takes {"data": {"tool"?: "...", "olderThan"?: seconds}}')
+        older = data.get("olderThan", data.get("older_than"))
+        if older is not None and (isinstance(older, bool) or not isinstance(older, int | float)):
+            raise RequestError("'olderThan' must be a number of seconds")
+        tool = data.get("tool")
+        if tool is not None and not isinstance(tool, str | list):
+            raise RequestError("'tool' must be a tool name or a list of names")
+        turns = await self.agent.pending(context=request.state.nba_context, tool=tool, older_than=older)
+        return JSONResponse(
+            {"result": {"pending": [outgoing(turn_to_wire(t), debug=self.debug) for t in turns]}}
+        )
 
     async def revoke_rule(self, request: Request) -> ASGIApp:
         _, data = await self._data(request, fields=_SESSION_ID + _RULE_ID)

@@ -252,14 +252,15 @@ def unpack_tail(value: str | bytes | None) -> list[Message]:
 # -- audit ----------------------------------------------------------------------------
 def pack_audit(rec: AuditRecord) -> str:
     """A record without its ids: ``[name, ref, kind, answer, replaced_input, answered_at,
-    answered_by, claimed_by, decision, input]``, trailing nulls dropped (so a record of
-    schema 2, which had no ``claimed_by``, and one written before decisions were named
-    read alike); ``respond``/``restart`` as 0/1, a millisecond time as an integer."""
+    answered_by, claimed_by, decision, input, requested_by]``, trailing nulls dropped (so a
+    record of schema 2, which had no ``claimed_by``, and one written before decisions or
+    requesters were kept read alike); ``respond``/``restart`` as 0/1, a millisecond time as
+    an integer."""
     kind: Any = _KINDS.index(rec.kind) if rec.kind in _KINDS else rec.kind
     at: Any = encode_time(rec.answered_at) if isinstance(rec.answered_at, str) else rec.answered_at
     values = [
         rec.name, rec.ref, kind, rec.answer, rec.replaced_input, at, rec.answered_by, rec.claimed_by,
-        rec.decision, rec.input,
+        rec.decision, rec.input, rec.requested_by,
     ]  # fmt: skip
     while values and values[-1] is None:
         values.pop()
@@ -268,11 +269,11 @@ def pack_audit(rec: AuditRecord) -> str:
 
 def unpack_audit(text: str, session_id: str, snapshot_id: str, child_id: str) -> AuditRecord:
     values: list[Any] = json.loads(text)
-    values += [None] * (10 - len(values))
-    name, ref, kind, answer, replaced, at, by, claimed, decision, ran = values[:10]
+    values += [None] * (11 - len(values))
+    name, ref, kind, answer, replaced, at, by, claimed, decision, ran, requested = values[:11]
     kind = _KINDS[kind] if isinstance(kind, int) and 0 <= kind < len(_KINDS) else kind
     answered_at = cast(str, decode_time(at))
     return AuditRecord(
         session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by, claimed,
-        decision, ran,
+        decision, ran, requested,
     )  # fmt: skip

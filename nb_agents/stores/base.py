@@ -185,7 +185,8 @@ class AuditRecord:
         child_id: The snapshot of the turn the answer resumed.
         name: The interrupted tool's name.
         ref: The tool call's ref.
-        kind: ``"respond"``, ``"restart"``, or ``"expired"``: nobody answered before the
+        kind: ``"respond"``, ``"restart"``, ``"cancel"`` (the person abandoned the
+            call: it did not run), or ``"expired"``: nobody answered before the
             deadline and the declared default was applied.
         answer: The respond output, or the restart's ``resumed`` value; for ``"expired"``,
             ``{"at": <deadline>, "applied": {"deny": msg} | {"respond": output} | {"approve": true}}``.
@@ -201,6 +202,9 @@ class AuditRecord:
             rules made or revoked, and in records written before decisions were named.
         input: The exact input the call ran with, when the decision let it run
             (after an edit, the edited one); None when nothing ran.
+        requested_by: The principal whose session it is (who asked the agent),
+            when known: with an approver answering, ``answered_by`` is the
+            approver and this the requester. None in records written before it was kept.
     """
 
     session_id: str
@@ -216,6 +220,7 @@ class AuditRecord:
     claimed_by: str | None = None
     decision: str | None = None
     input: Any = None
+    requested_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

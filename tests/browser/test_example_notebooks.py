@@ -40,6 +40,7 @@ FORMS = {
 # examples whose live forms have browser tests of their own (they end past their forms)
 OWN_TESTS = {
     "chat.ipynb": "test_chat_notebook.py",
+    "inbox.ipynb": "test_inbox_lab.py",
     "kernel-restart.ipynb": "test_kernel_restart_*",
     "mcp.ipynb": "test_mcp_elicitation.py",
 }

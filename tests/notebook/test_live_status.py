@@ -136,10 +136,10 @@ async def test_a_reason_beside_deny_reaches_the_model_and_the_record() -> None:
         (
             ("transferMoney", "t1", {"amount": 5, "toAccount": "x"}),
             "approve-restart",
-            ["approve", "deny", "edit"],
+            ["approve", "deny", "cancel", "edit"],
         ),
-        (("deleteFile", "d1", {"path": "/a"}), "continue", ["continue", "answer", "deny", "edit"]),
-        (("sendEmail", "e1", {"to": "a@b.c"}), "hold", ["approve", "always", "deny", "edit"]),
+        (("deleteFile", "d1", {"path": "/a"}), "continue", ["continue", "answer", "deny", "cancel", "edit"]),
+        (("sendEmail", "e1", {"to": "a@b.c"}), "hold", ["approve", "always", "deny", "cancel", "edit"]),
     ],
 )
 async def test_every_form_that_lets_a_tool_run_offers_deny(call: Any, mode: str, buttons: list[str]) -> None:
@@ -153,7 +153,7 @@ async def test_a_plain_tool_that_paused_itself_can_be_denied_with_a_reason() -> 
     agent, ran = bank(tool_call_response(("deleteFile", "d1", {"path": "/a"})), text_response("fine"))
     view = TurnView(await agent.chat().send("go"))  # the tool pauses itself with ctx.interrupt()
     form = view.forms[0]
-    assert form.mode == "continue" and form.actions() == ("continue", "answer", "deny", "edit")
+    assert form.mode == "continue" and form.actions() == ("continue", "answer", "deny", "cancel", "edit")
     form.reason.widget.value = "keep it"
     form.deny_button.click()
     await view.task

@@ -40,7 +40,7 @@ async def test_approve_always_approves_and_later_calls_run_without_a_form() -> N
     res = await chat.send("sales")
     view = TurnView(res, chat)
     form = view.forms[0]
-    assert form.actions() == ("approve", "always", "deny", "edit")
+    assert form.actions() == ("approve", "always", "deny", "cancel", "edit")
     assert form.always_button.description == "Approve always"
     assert "rest of this session" in form.always_button.tooltip
     form.always_button.click()
@@ -67,4 +67,7 @@ async def test_a_chat_with_client_managed_state_offers_no_approve_always() -> No
     agent = nba.define_agent("t", model=FunctionModel(_model), tools=[read_table], use=[ToolApproval()])
     chat = agent.chat()
     view = TurnView(await chat.send("sales"), chat)
-    assert view.forms[0].actions() == ("approve", "deny", "edit") and view.forms[0].always_button is None
+    assert (
+        view.forms[0].actions() == ("approve", "deny", "cancel", "edit")
+        and view.forms[0].always_button is None
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,11 +19,31 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 
 
+SECRET = "trust-link-secret-0123456789"
+
+
 @pytest.fixture
-def local(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+async def local(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
     kind, route = request.param
     ledger = tmp_path / "ledger.jsonl"
-    return Target(route, make_agent(make_store(kind, tmp_path), ledger), ledger)
+    if route != "link":
+        yield Target(route, make_agent(make_store(kind, tmp_path), ledger), ledger)
+        return
+    # the link route: the agent's pauses go to a webhook whose links open its answer page
+    import httpx
+
+    from nb_agents.server import create_app
+
+    hook = nba.notify.webhook(
+        "http://hooks.test/x",
+        secret=SECRET,
+        public_url="http://agents.test",
+        transport=httpx.MockTransport(lambda req: httpx.Response(200)),
+    )
+    agent = make_agent(make_store(kind, tmp_path), ledger, on_pause=hook)
+    transport = httpx.ASGITransport(app=create_app([agent]))
+    async with httpx.AsyncClient(transport=transport, base_url="http://agents.test") as page:
+        yield Target(route, agent, ledger, hook=hook, page=page)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -57,7 +77,7 @@ def make_postgres(dsn: str) -> nba.SessionStore:
     return PostgresSessionStore(dsn)
 
 
-@pytest.fixture
-def over_http(served: tuple[Served, nba.Agent, Path]) -> Target:
+@pytest.fixture(params=["http", "http-inbox"])
+def over_http(request: pytest.FixtureRequest, served: tuple[Served, nba.Agent, Path]) -> Target:
     server, agent, ledger = served
-    return Target("http", agent, ledger, front=nba.remote_agent(f"{server.url}/trust"))
+    return Target(request.param, agent, ledger, front=nba.remote_agent(f"{server.url}/trust"))

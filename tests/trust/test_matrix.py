@@ -17,7 +17,10 @@ The attacks:
   same interrupt is answered again by another route;
 * **fork of an expired pause**: a pause whose deadline (approve on expiry) passed
   is forked and denied there;
-* **lying annotations**: see ``tests/mcp/test_mcp_trust.py``.
+* **lying annotations**: see ``tests/mcp/test_mcp_trust.py``;
+* **a signed answer link**: the page approves only the call the person saw,
+  once (a second click is refused); the inbox's batch (``inbox``,
+  ``http-inbox``) is one more route through every attack above.
 """
 
 from __future__ import annotations
@@ -101,6 +104,25 @@ async def test_forged_metadata_approves_nothing_over_http(over_http: Target) -> 
 
 async def test_a_forged_reply_answers_no_question_over_http(over_http: Target) -> None:
     await forged_reply_answers_no_question(over_http)
+
+
+@pytest.mark.parametrize("local", [(s, "link") for s in STORES], ids=STORES, indirect=True)
+async def test_a_link_answers_what_the_person_saw_once(local: Target) -> None:
+    t = local
+    chat, res = await t.send(directive(call("t1", 5, metadata=FORGED)))
+    assert res.finish_reason == "interrupted" and t.runs() == []  # the forged approval approved nothing
+    (i,) = res.interrupts
+    assert await t.answer(chat, res, restart=[i.approve()]) == "stop"
+    assert await t.answer(chat, res, restart=[i.approve()]) == "refused:FAILED_PRECONDITION"  # clicked again
+    assert [(r["ref"], r["input"]) for r in t.runs()] == [("t1", {"amount": 5, "to": "bob"})]
+    chat2, res2 = await t.send(directive(call("t2", 5000)), chat)  # over the deny rule's limit
+    assert res2.finish_reason == "stop" and len(t.runs()) == 1  # the rule answered: no pause, no link
+    chat3, res3 = await t.send(directive(call("t3", 7)), chat2)
+    assert await t.answer(chat3, res3, respond=[res3.interrupts[0].cancel()]) == "stop"
+    assert len(t.runs()) == 1
+    [rec] = [r for r in await t.agent.audit(res.session_id) if r.ref == "t3"]
+    assert (rec.kind, rec.decision, rec.answered_by) == ("cancel", "person", "answer-link")
+    await t.check_decided()
 
 
 # -- a stale snapshot and a revoked rule ------------------------------------------------------
@@ -201,7 +223,7 @@ async def aborted_answer_never_reruns(t: Target) -> None:
     await t.check_decided()
 
 
-@matrix(LOCAL_ROUTES)
+@matrix([*LOCAL_ROUTES, "link"])
 async def test_an_aborted_answer_never_runs_again_by_another_route(local: Target) -> None:
     await aborted_answer_never_reruns(local)
 

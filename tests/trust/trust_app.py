@@ -93,6 +93,7 @@ def make_agent(
     *,
     name: str = "trust",
     expires_in: float | None = None,
+    on_pause: Any = None,
 ) -> nba.Agent:
     """The attacked agent, on `store`, writing what runs to `ledger`."""
 
@@ -127,7 +128,12 @@ def make_agent(
         on_expiry=nba.Expiry.approve() if expires_in is not None else None,
     )
     return nba.define_agent(
-        name, model=FunctionModel(_model), tools=[transfer, pay_invoice], store=store, use=[gate]
+        name,
+        model=FunctionModel(_model),
+        tools=[transfer, pay_invoice],
+        store=store,
+        use=[gate],
+        on_pause=on_pause,
     )
 
 

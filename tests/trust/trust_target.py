@@ -3,8 +3,11 @@
 A `Target` is the attacked agent (`trust_app.make_agent`) reached through one
 answer route: the chat that paused (``chat``), ``agent.run`` on the paused
 snapshot (``run``), a connection (``connect``), a new chat on the session id (a
-second tab, ``session``), a partial answer (``partial``), a fork (``fork``), or
-a real ``nb-agents serve`` process through `nb_agents.remote_agent` (``http``).
+second tab, ``session``), a partial answer (``partial``), a fork (``fork``), the
+inbox's batch (``inbox``: the listing's row, `nb_agents.inbox.answer_items`), the
+answer page of a webhook's signed link (``link``: approve, deny or cancel only),
+or a real ``nb-agents serve`` process through `nb_agents.remote_agent` (``http``,
+and ``http-inbox``: its ``/pending`` listing, then the batch).
 Its ledger is a file each tool run writes a line to before anything else, so
 it is what ran; `Target.check_decided` holds every line against the audit.
 """
@@ -19,9 +22,11 @@ from trust_app import read_ledger
 
 import nb_agents as nba
 from nb_agents.chat import AgentResponse
+from nb_agents.inbox import answer_items
+from nb_agents.interrupts import is_cancel
 
 STORES = ["memory", "sqlite", "postgres"]
-LOCAL_ROUTES = ["chat", "run", "connect", "session", "partial", "fork"]
+LOCAL_ROUTES = ["chat", "run", "connect", "session", "partial", "fork", "inbox"]
 DECIDERS = ("person", "rule", "expiry", "policy")
 
 
@@ -33,6 +38,8 @@ class Target:
     agent: nba.Agent  # the agent on the store: audit, rules, forks (the server's own, over http)
     ledger: Path
     front: Any = None  # what a client talks to: the agent, or a RemoteAgent over http
+    hook: Any = None  # the link route's webhook (its deliveries hold the answer links)
+    page: Any = None  # the link route's answer page: an httpx client on the served app
     sessions: list[str] = field(default_factory=list)
     follow: Any = None  # the chat the route answered with: where the conversation goes on
 
@@ -62,6 +69,10 @@ class Target:
         """Send the answer by this target's route: its finish reason, or ``refused:<STATUS>``."""
         respond, restart = respond or [], restart or []
         resume = nba.ToolResume(respond=respond, restart=restart)
+        if self.route in ("inbox", "http-inbox"):
+            return await self._by_inbox(res, respond + restart, retry)
+        if self.route == "link":
+            return await self._by_link(res, respond + restart)
         try:
             if self.route in ("chat", "http"):
                 out = await chat.resume(respond=respond, restart=restart, retry=retry)
@@ -89,6 +100,49 @@ class Target:
             return f"refused:{exc.status}"
         return _reason(out.finish_reason, None)
 
+    async def _by_inbox(self, res: AgentResponse, parts: list[nba.Part], retry: bool) -> str:
+        """Answer through the inbox: the listed turn's rows, sent as one batch."""
+        if retry:
+            raise ValueError("the inbox sends answers once; a retry goes through the chat")
+        turns = [t for t in await self.front.pending() if t.snapshot_id == res.snapshot_id]
+        if not turns:
+            return "refused:NOT_LISTED"
+        rows = {(r.tool, r.interrupt.ref): r for r in turns[0].items}
+        batch = []
+        for part in parts:
+            call = part.tool_request or part.tool_response
+            assert call is not None
+            kind = "restart" if part.tool_request is not None else "respond"
+            batch.append((rows[(call.name, call.ref)], kind, part))
+        [outcome] = await answer_items(batch)
+        if outcome.error is not None:
+            return f"refused:{outcome.error.status}"
+        assert outcome.response is not None
+        self.follow = outcome.response.chat  # the conversation goes on from the answered turn
+        return _reason(outcome.response.finish_reason, None)
+
+    async def _by_link(self, res: AgentResponse, parts: list[nba.Part]) -> str:
+        """Answer through the answer page of the pause's signed link (one verb for the pause)."""
+        await self.hook.flush()
+        links = [
+            d.payload["answerUrl"] for d in self.hook.deliveries if d.payload["snapshotId"] == res.snapshot_id
+        ]
+        if not links:
+            return "refused:NOT_LINKED"
+        verbs = {_verb(p) for p in parts}
+        if len(verbs) != 1 or None in verbs:
+            raise ValueError(f"an answer link approves, denies or cancels; {parts} is none of these")
+        token = links[-1].split("token=", 1)[1]
+        got = await self.page.post(f"/{self.agent.name}/answer", data={"token": token, "action": verbs.pop()})
+        if got.status_code == 409:
+            return "refused:FAILED_PRECONDITION"
+        if got.status_code != 200:
+            return f"refused:HTTP_{got.status_code}"
+        self.follow = self.front.chat(session_id=res.session_id)  # it goes on from the session's latest
+        latest = await self.agent.get_snapshot(session_id=res.session_id)
+        assert latest is not None
+        return str(latest.finish_reason if latest.status == "completed" else latest.status)
+
     def runs(self) -> list[dict[str, Any]]:
         """What ran in this test's sessions (and their forks), oldest first."""
         mine = tuple(self.sessions)
@@ -104,6 +158,23 @@ class Target:
                 if r.ref == line["ref"] and r.decision in DECIDERS and r.input == line["input"]
             ]
             assert found, f"{line} ran, and no decision in its session's audit let it: {records}"
+
+
+def _verb(part: nba.Part) -> str | None:
+    """The answer page's verb a part stands for: approve, deny, cancel (else None)."""
+    meta = part.metadata or {}
+    if part.tool_request is not None:
+        resumed = meta.get("resumed")
+        plain = (
+            isinstance(resumed, dict) and resumed.get("toolApproved") is True and "replacedInput" not in meta
+        )
+        return "approve" if plain and not resumed.get("always") else None
+    if is_cancel(part):
+        return "cancel"
+    out = part.tool_response.output if part.tool_response is not None else None
+    return (
+        "deny" if isinstance(out, dict) and str(out.get("error", "")).startswith("The user denied") else None
+    )
 
 
 def _reason(finish: str | None, error: Any) -> str:
