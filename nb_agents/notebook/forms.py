@@ -300,13 +300,6 @@ class InterruptForm(AnswerBox):
             _reveal(self.edit_toggle, edit_box)
             rows.append(edit_box)
             buttons.append(self.edit_toggle)
-        if "deny" in actions:  # last: Deny and its reason, which narrows before anything wraps
-            if self.reason is None:
-                self.reason = schema_field({"type": "string"}, label="Reason", required=False)
-            _reason_box(self.reason)
-            self.deny_button = _button("Deny", "danger")
-            self.deny_button.on_click(lambda _: self._record(self._deny))
-            buttons += [self.deny_button, self.reason.widget]
         if "cancel" in actions:  # the person abandons the request: nothing runs, the model is told
             self.cancel_button = _button("Cancel")
             self.cancel_button.tooltip = (
@@ -314,6 +307,13 @@ class InterruptForm(AnswerBox):
             )
             self.cancel_button.on_click(lambda _: self._record(self._cancel))
             buttons.append(self.cancel_button)
+        if "deny" in actions:  # last: Deny and its reason, which narrows before anything wraps
+            if self.reason is None:
+                self.reason = schema_field({"type": "string"}, label="Reason", required=False)
+            _reason_box(self.reason)
+            self.deny_button = _button("Deny", "danger")
+            self.deny_button.on_click(lambda _: self._record(self._deny))
+            buttons += [self.deny_button, self.reason.widget]
         return [
             *rows,
             widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap", align_items="center")),

@@ -94,10 +94,10 @@ async def test_edit_arguments_shows_hints_and_the_deny_reason_is_last_in_its_row
     form = TurnView(await agent.chat().send("move it")).forms[0]
     row = next(w for w in widgets_of(form) if isinstance(w, widgets.HBox) and form.deny_button in w.children)
     names = [getattr(w, "description", "") for w in row.children]
-    assert names == ["Approve", "Approve always", "Edit arguments", "Deny", "Reason"]
+    assert names == ["Approve", "Approve always", "Edit arguments", "Cancel", "Deny", "Reason"]
     assert row.layout.flex_flow == "row wrap" and form.reason.widget.layout.flex == "1 1 14em"
     # the buttons never shrink: a longer "Approve with changes" pushes nothing to a second line
-    assert all(b.layout.flex == "0 0 auto" for b in row.children[:4])
+    assert all(b.layout.flex == "0 0 auto" for b in row.children[:5])
     form.edit_toggle.value = True
     assert "How much to move, in dollars" in html_of(form.inputs.row)  # the hint beside the field
 
