@@ -13,7 +13,7 @@ from ._display import bundle
 from .chat import Chat
 from .endpoint import BaseAgent
 from .errors import FailedPreconditionError
-from .interrupts import AgentInterrupt
+from .nested import interrupts_of
 from .responses import AgentResponse
 from .stores.base import AuditRecord
 from .types import Message, SessionSnapshot, ToolResume
@@ -45,7 +45,7 @@ class PendingTurn:
         self.agent = agent
         self.snapshot = snapshot
         self.message = message
-        self.interrupts = [AgentInterrupt(p) for p in message.interrupts()]
+        self.interrupts = interrupts_of(message.interrupts())
         self.attempt = attempt
         self.status = attempt.status if attempt is not None and attempt.status else "waiting"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._sync import Signal
 from ..errors import FailedPreconditionError, NbAgentsError, StaleClaimError
+from ..nested import merge_answers
 from ..session import ChunkSink, Session, TurnContext, as_message, last_model
 from ..stores.base import AuditRecord, SessionStore
 from ..types import (
@@ -120,6 +121,7 @@ class Invocation:
     async def run_one(self, inp: AgentInput) -> AgentOutput:
         """Run one input that does not detach, in the caller's task: the one-shot call's path."""
         check_input(inp)
+        inp = merge_answers(inp)  # a sub-agent's answers: one per call (nb_agents.nested)
         self.closed = True
         try:
             refused = await self._load(inp)
@@ -134,6 +136,7 @@ class Invocation:
         if self.closed or (self._task is not None and self._task.done()):
             raise FailedPreconditionError("this agent invocation has ended; start a new one")
         check_input(inp)
+        inp = merge_answers(inp)  # a sub-agent's answers: one per call (nb_agents.nested)
         if inp.detach and self.store is None:
             raise FailedPreconditionError("Detach is only supported when a session store is provided.")
         if inp.detach:
