@@ -22,7 +22,9 @@ prints the finish reason.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,20 +134,29 @@ def make_agents(
     return lead, manager, worker
 
 
-def main(db: str, ledger: str, command: str) -> None:
+def main(db: str, ledger: str, command: str, *rest: str) -> None:
     lead, _, _ = make_agents(nba.SqliteSessionStore(db), Path(ledger))
+    if command == "pause":  # two levels: lead -> manager -> worker, which asks about two transfers
+        wanted = directive(
+            ask("manager", "m1", ask("worker", "w1", transfer_call("t1", 5), transfer_call("t2", 7)))
+        )
+        res = lead.chat().send_sync(wanted)
+        print(res.finish_reason, res.session_id)
+        return
     turns = lead.pending_sync()
     if command == "pending":
         for turn in turns:
             for i in turn.interrupts:
-                print(
-                    "/".join([*i.path, i.name]), i.ref, json.dumps(i.input, sort_keys=True).replace(" ", "")
-                )
+                print("/".join([*i.path, i.name]) + "#" + str(i.ref))
         return
     assert command == "approve", command
+    if rest:  # wait for the go file, so that several processes answer at once
+        (Path(rest[0]).parent / f"ready-{os.getpid()}").touch()
+        while not Path(rest[0]).exists():
+            time.sleep(0.005)
     for turn in turns:
         res = turn.chat().resume_sync(restart=[i.approve() for i in turn.interrupts])
-        print(res.finish_reason, res.text.replace(" ", "_"))
+        print(res.finish_reason, res.snapshot_id)
 
 
 if __name__ == "__main__":
