@@ -48,6 +48,7 @@ __all__ = [
     "NestedInterrupt",
     "check_answer",
     "child_parts",
+    "innermost",
     "interrupts_of",
     "merge_answers",
     "nested_answer",
@@ -184,6 +185,20 @@ def tool_for(tools: Mapping[str, Any], interrupt: AgentInterrupt) -> Any:
             return None
         found = nested
     return found.get(interrupt.name)
+
+
+def innermost(answer: Part) -> Part:
+    """The answer given to the call that asked, inside a sub-agent's lifted answer (`answer` if none)."""
+    for _ in range(8):
+        inner = nested_answer((answer.metadata or {}).get("resumed")) if answer.tool_request else None
+        parts = [*(inner.get("respond") or []), *(inner.get("restart") or [])] if inner is not None else []
+        if len(parts) != 1:
+            break
+        try:
+            answer = Part.model_validate(parts[0])
+        except ValidationError:
+            break
+    return answer
 
 
 # -- answers on the way down -------------------------------------------------------------------

@@ -39,6 +39,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..interrupts import AgentInterrupt, ApprovalHold, approval
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
+from ..render.agents import asked_by_html
 from ..tools import Tool
 from .answer import Answer, approval_extras, is_approval_shaped, one_text
 from .fields import Field, FieldError, schema_field
@@ -136,7 +137,9 @@ class InterruptForm(AnswerBox):
         self.on_answer = on_answer
         self.answer: Answer | None = None
         self.locked = False
-        self.hold: ApprovalHold | None = ApprovalHold.claim(interrupt.part)
+        # a sub-agent's hold is its own claim: its answers are built for the top
+        own = interrupt if isinstance(interrupt, ApprovalHold) else None
+        self.hold: ApprovalHold | None = own or ApprovalHold.claim(interrupt.part)
         self.mode = self._mode()
         self.summary = interrupt_summary(
             interrupt.part,
@@ -155,7 +158,7 @@ class InterruptForm(AnswerBox):
         self.reply: Field | None = None
         self.reason: Field | None = None
         self.inputs: Field | None = None
-        self.head = widgets.HTML(value=summary_html(self.summary))
+        self.head = widgets.HTML(value=asked_by_html(interrupt.path) + summary_html(self.summary))
         self.changes = widgets.HTML()
         self.error = widgets.HTML()
         self.status = widgets.HTML()
@@ -418,6 +421,8 @@ class InterruptForm(AnswerBox):
         except FieldError as exc:
             self.error.value = error_html(None, exc.message)
             return
+        if answer.part.tool_request is not None:  # a sub-agent's answer of any kind restarts the top call
+            answer = answer._replace(kind="restart")
         self.error.value = ""
         self.answer = answer
         self.set_disabled(True)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..nested import innermost
 from ..render import changes_html, output_html, output_text, response_bundle, summary_html
 from ..render._html import BOX, MUTED, badge, esc
+from ..render.agents import asked_by_html
 from ..render.summary import rows_html
 from ..render.turns import WAITING
 
@@ -33,7 +35,7 @@ def answer_value(form: InterruptForm) -> Any:
     answer = form.answer
     if answer is None:
         return None
-    part = answer.part
+    part = innermost(answer.part)  # a sub-agent's answer: what was given to the call that asked
     if part.tool_response is not None:
         value = part.tool_response.output
     else:
@@ -54,7 +56,8 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     """One question and its answer, as the record shows it."""
     answer = form.answer
     verb = answer.verb if answer is not None and state != "stale" else "answered elsewhere"
-    out = [f'<div class="nba-record" style="margin:6px 0">{summary_html(form.summary, state=verb)}']
+    asked = asked_by_html(form.interrupt.path)
+    out = [f'<div class="nba-record" style="margin:6px 0">{asked}{summary_html(form.summary, state=verb)}']
     if answer is not None and state != "stale":
         label = answer.label[:1].upper() + answer.label[1:]
         if answer.label != answer.verb:  # the badge says the verb already
