@@ -34,6 +34,7 @@ from ..types import (
     TurnEnd,
     error_info,
 )
+from . import observe
 from .audit import asks_rule, turn_audit
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines, due_parts, expiry_resume
@@ -125,7 +126,7 @@ class Invocation:
         self.closed = True
         try:
             refused = await self._load(inp)
-            return refused if refused is not None else await self._turn(inp, 0)
+            return refused if refused is not None else await observe.turn(self, inp, 0, self._turn)
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -226,7 +227,7 @@ class Invocation:
             while True:
                 if inp is None:
                     break
-                last = await self._turn(inp, turn_index)
+                last = await observe.turn(self, inp, turn_index, self._turn)
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
@@ -363,7 +364,9 @@ class Invocation:
                 return self._unrecorded(written, snapshot_id)
             self.parent_id = snapshot_id
         await self._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
-        return self._output(finish, message=reply, snapshot_id=snapshot_id)
+        out = self._output(finish, message=reply, snapshot_id=snapshot_id)
+        out._timing = observe.timing(ctx)  # in-process, also without a store (`notebook.Timeline`)
+        return out
 
     def _check(self, inp: AgentInput, session: Session) -> AgentOutput | None:
         """The handler's check of the input: a failed output if it refuses it."""
@@ -504,6 +507,7 @@ class Invocation:
         # kept unless the row completes (an abort that wins over the completion keeps them)
         if runs:
             fields["tool_runs"] = list(runs)
+        fields["timing"] = observe.timing(self._ctx)  # when it ran, and its steps (`notebook.Timeline`)
         inp = self._current_input
         if self._answering and inp is not None and inp.resume is not None:
             # what an explicit retry sends again; and the mark of an answer's row, so that an answer
