@@ -3,7 +3,8 @@
 `TurnView` is what a response shows in a cell: a form per interrupt and the
 continuation streamed below; `ChatWidget` is a chat box with inline forms;
 `pending` redraws every waiting form after a kernel restart; `compare` shows
-two continuations of one pause (a chat and its fork) side by side. Importing this
+two continuations of one pause (a chat and its fork) side by side; `Timeline`
+shows a turn or a session as a timeline (what ran, the waits for a person). Importing this
 package imports ipywidgets; ``import nb_agents`` alone never does.
 
 This package is nb_agents' display plugin (entry point group
@@ -23,6 +24,7 @@ from .compare import Comparison, compare
 from .fields import Field, FieldError, schema_field
 from .forms import Answer, InterruptForm, is_approval_shaped
 from .pending import PendingView, apending, pending
+from .timeline import Timeline
 from .view import TurnView
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "FieldError",
     "InterruptForm",
     "PendingView",
+    "Timeline",
     "TurnView",
     "apending",
     "compare",
