@@ -102,16 +102,22 @@ _COLORS = {
     "failed": "var(--jp-error-color1,#d32f2f)",
     "held": "var(--jp-warn-color1,#f57c00)",
 }
-_CELL = "padding:2px 8px 2px 0;vertical-align:middle;text-align:left;white-space:nowrap"
+_CELL = (
+    "padding:2px 8px 2px 0;vertical-align:middle;text-align:left;white-space:nowrap;overflow:hidden;"
+    "text-overflow:ellipsis"
+)
+_SHRINK = "overflow:hidden"  # the columns' widths are the table's <colgroup>
+_CODE = "white-space:nowrap"
+_ROW = "background:transparent"  # not JupyterLab's zebra stripes: the turns and waits mark the rhythm
 _DASH = "2px dashed var(--jp-warn-color1,#f57c00)"
 _WAIT = f"border-top:{_DASH};border-bottom:{_DASH};background:var(--jp-layout-color1,#fff)"
 
 
-def _bar(left: float, width: float, color: str, *, dashed: bool = False) -> str:
+def _bar(left: float, width: float, color: str) -> str:
     left = min(max(left, 0.0), 99.0)
     width = min(max(width, 1.0), 100.0 - left)
-    fill = f"border:2px dashed {color};box-sizing:border-box" if dashed else f"background:{color}"
-    inner = f"position:absolute;top:0;bottom:0;left:{left:.1f}%;width:{width:.1f}%;border-radius:3px;{fill}"
+    place = f"left:{left:.1f}%;width:{width:.1f}%"
+    inner = f"position:absolute;top:0;bottom:0;{place};border-radius:3px;background:{color}"
     return f'<div style="{_TRACK}"><div style="{inner}"></div></div>'
 
 
@@ -120,16 +126,18 @@ def _place(turn: Turn, i: int, step: Step) -> tuple[float, float]:
     n = max(len(turn.steps), 1)
     if static_mode() or not turn.ms:
         return 100.0 * i / n, 100.0 / n
+    if step.kind == "held":  # it waits from the end of the turn on
+        return 98.5, 1.5
     return 100.0 * step.at / turn.ms, 100.0 * step.ms / turn.ms
 
 
 def _step_label(step: Step) -> str:
     if step.kind == "model":
-        return f'{badge("model", "info")}<code class="{NO_TYPESET}">{esc(step.name)}</code>'
+        return f'{badge("model", "info")}<code class="{NO_TYPESET}" style="{_CODE}">{esc(step.name)}</code>'
     tone = "wait" if step.kind == "held" else "no" if step.outcome in ("failed", "refused") else "ok"
     word = "waits" if step.kind == "held" else "sub-agent" if step.agent else "tool"
     ref = f' <span style="{MUTED}">{esc(step.ref)}</span>' if step.ref else ""
-    return f'{badge(word, tone)}<code class="{NO_TYPESET}">{esc(step.name)}</code>{ref}'
+    return f'{badge(word, tone)}<code class="{NO_TYPESET}" style="{_CODE}">{esc(step.name)}</code>{ref}'
 
 
 def _step_note(step: Step) -> str:
@@ -156,11 +164,11 @@ def _turn_rows(turn: Turn, depth: int) -> list[str]:
     said = turn.said if len(turn.said) <= 80 else turn.said[:77] + "…"
     who = f"<b>{esc(turn.agent)}</b> · " if turn.agent else ""
     rows.append(
-        f'<tr class="nba-timeline-turn" style="border-top:1px solid var(--jp-border-color2,#ddd)">'
-        f'<td style="{_CELL};{MUTED}">{esc(_clock(turn.start))}</td>'
+        f'<tr class="nba-timeline-turn" style="{_ROW};border-top:1px solid var(--jp-border-color2,#ddd)">'
+        f'<td style="{_CELL};{_SHRINK};{MUTED}">{esc(_clock(turn.start))}</td>'
         f'<td style="{_CELL};{pad}" colspan="2">{who}{_name(turn)}: <span class="{NO_TYPESET}">'
         f"{esc(said)}</span>{ended}</td>"
-        f'<td style="{_CELL};{MUTED};text-align:right">{esc(length)}</td></tr>'
+        f'<td style="{_CELL};{_SHRINK};{MUTED};text-align:right">{esc(length)}</td></tr>'
     )
     for i, step in enumerate(turn.steps):
         left, width = _place(turn, i, step)
@@ -168,10 +176,10 @@ def _turn_rows(turn: Turn, depth: int) -> list[str]:
         note = _step_note(step)
         took = "" if static_mode() or step.kind == "held" else duration_words(step.ms / 1000)
         rows.append(
-            f'<tr class="nba-timeline-{step.kind}"><td></td>'
+            f'<tr class="nba-timeline-{step.kind}" style="{_ROW}"><td></td>'
             f'<td style="{_CELL};padding-left:{depth * 14 + 12}px">{_step_label(step)}'
             f"{f' <span style={chr(34)}{MUTED}{chr(34)}>{esc(note)}</span>' if note else ''}</td>"
-            f'<td style="{_CELL};width:40%">{_bar(left, width, color, dashed=step.kind == "held")}</td>'
+            f'<td style="{_CELL};width:40%">{_bar(left, width, color)}</td>'
             f'<td style="{_CELL};{MUTED};text-align:right">{esc(took)}</td></tr>'
         )
         for sub in step.nested:
@@ -195,14 +203,13 @@ def _wait_row(wait: Wait, pad: str) -> str:
 
 
 def _totals(turns: Sequence[Turn]) -> tuple[int, int, int, float]:
-    models = tools = waits = 0
-    waited = 0.0
+    """Model calls and tool runs at every level; the waits of the top turns (a sub-agent's wait is theirs)."""
+    models = tools = 0
+    waits = sum(1 for turn in turns if turn.wait is not None)
+    waited = sum(turn.wait.seconds or 0.0 for turn in turns if turn.wait is not None)
     todo = list(turns)
     while todo:
         turn = todo.pop()
-        if turn.wait is not None:
-            waits += 1
-            waited += turn.wait.seconds or 0.0
         for step in turn.steps:
             models += step.kind == "model"
             tools += step.kind == "tool"
@@ -223,7 +230,12 @@ def timeline_html(turns: Sequence[Turn], *, title: str = "Timeline") -> str:
         rows += _turn_rows(turn, 0)
     if not rows:
         rows.append(f'<tr><td style="{_CELL};{MUTED}">No turn has run yet.</td></tr>')
-    table = f'<table style="border-collapse:collapse;width:100%;font-size:90%">{"".join(rows)}</table>'
+    clock = "0.5em" if static_mode() else "5.5em"
+    cols = f'<col style="width:{clock}"><col><col style="width:35%"><col style="width:5.5em">'
+    table = (
+        '<table style="border-collapse:collapse;width:100%;font-size:90%;table-layout:fixed">'
+        f"<colgroup>{cols}</colgroup>{''.join(rows)}</table>"
+    )
     return (
         f'<div class="nba-timeline {NO_TYPESET}" style="{BOX};max-width:60em">'
         f'<div style="margin-bottom:4px"><b>{esc(title)}</b> <span style="{MUTED}">· {esc(" · ".join(facts))}'
