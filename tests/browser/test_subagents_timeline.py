@@ -72,3 +72,11 @@ def test_the_timeline_reads_in_the_dark_theme(dark_lab: LabPage) -> None:
     back = box.evaluate("(el) => getComputedStyle(el).backgroundColor")
     assert _luminance(color) > 0.6 > 0.2 > _luminance(back), (color, back)
     lab.shot("timeline-dark", cell=TIMELINE_CELL)
+
+
+def test_the_saved_timeline_reads_without_running(lab: LabPage) -> None:
+    """The notebook as stored (static rendering: no clock times, bars in order) reads as it is opened."""
+    lab.open_notebook(NOTEBOOKS / "traces.ipynb")
+    shown = lab.wait_for_output("Waited for a person", cell=TIMELINE_CELL).inner_text()
+    assert "Approved by ana" in shown and not re.search(r"\b\d{2}:\d{2}:\d{2}\b", shown), shown
+    lab.shot("timeline-saved", cell=TIMELINE_CELL)
