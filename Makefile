@@ -20,12 +20,12 @@ $(STAMP): pyproject.toml
 	$(ENABLE_EXTENSION)
 	touch $(STAMP)
 
-# the demo needs nb_agents, JupyterLab (the `jupyter` extra) and the MCP SDK (notebooks/mcp.ipynb),
-# not the test tooling; tests/test_notebooks.py runs every notebook with only this install importable
+# the demo needs nb_agents, JupyterLab (the `jupyter` extra), the MCP SDK (notebooks/mcp.ipynb) and
+# OpenTelemetry (the `otel` extra, notebooks/traces.ipynb), not the test tooling; tests/test_notebooks.py runs every notebook with only this install importable
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[jupyter,mcp]"
+	$(BIN)/python -m pip install --quiet -e ".[jupyter,mcp,otel]"
 	$(ENABLE_EXTENSION)
 	touch $(DEMO_STAMP)
 

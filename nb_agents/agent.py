@@ -175,6 +175,24 @@ class Agent(BaseAgent):
             )
         handler.replace_tools(tools)
 
+    def as_tool(self, *, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a tool of another: its pauses surface at the top (`nb_agents.subagents`).
+
+        Args:
+            name: The tool's name (default: the agent's name).
+            description: What the other agent's model reads about it (default: this agent's).
+
+        Example:
+            >>> finder = researcher.as_tool(description="Finds facts")  # doctest: +SKIP
+            >>> lead = define_agent("lead", model=..., tools=[finder])  # doctest: +SKIP
+            >>> res = await lead.chat().send("...")                   # doctest: +SKIP
+            >>> res.interrupts[0].path                                # doctest: +SKIP
+            ['researcher']
+        """
+        from .subagents import subagent_tool
+
+        return subagent_tool(self, name=name, description=description)
+
     # -- invocation -----------------------------------------------------------------
     def start(
         self,

@@ -355,6 +355,8 @@ class AgentInterrupt:
         data: The pause payload (``metadata.interrupt``), a dict or None.
         part: The interrupted tool-request part itself.
         expires_at: The pause's deadline (``metadata.expiresAt``, UTC), or None.
+        path: The agents on the way to a call that waits in a sub-agent (``["researcher"]``),
+            outermost first; empty for a call of the agent itself (`nb_agents.nested`).
     """
 
     def __init__(self, part: Part) -> None:
@@ -365,6 +367,7 @@ class AgentInterrupt:
         self.input = part.tool_request.input
         self.data = _pause_data(part)
         self.expires_at = deadline_of(part)
+        self.path: list[str] = []  # the sub-agents a nested pause waits in (`nb_agents.nested`)
 
     @property
     def expired(self) -> bool:

@@ -21,6 +21,7 @@ from .errors import FailedPreconditionError, InvalidArgumentError
 from .expiry import now as utc_now
 from .expiry import parse
 from .interrupts import AgentInterrupt, ApprovalHold
+from .nested import interrupts_of
 from .protocol import BaseAgent
 from .responses import AgentResponse
 from .stores.base import AuditRecord
@@ -62,7 +63,7 @@ class PendingTurn:
         self.agent = agent
         self.snapshot = snapshot
         self.message = message
-        self.interrupts = [AgentInterrupt(p) for p in message.interrupts()]
+        self.interrupts = interrupts_of(message.interrupts())
         self.attempt = attempt
         self.status = attempt.status if attempt is not None and attempt.status else "waiting"
         self.requested_by: str | None = snapshot.owner

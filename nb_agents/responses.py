@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._display import bundle, show
 from .errors import FailedPreconditionError
 from .interrupts import AgentInterrupt
+from .nested import interrupts_of
 from .types import AgentOutput, AgentStreamChunk, Artifact, Media, Message, Part
 
 if TYPE_CHECKING:
@@ -113,8 +114,11 @@ class AgentResponse:
 
     @property
     def interrupts(self) -> list[AgentInterrupt]:
-        """The paused tool calls; empty unless ``finish_reason == "interrupted"``."""
-        return [AgentInterrupt(p) for p in self.raw.interrupts()]
+        """The paused tool calls; empty unless ``finish_reason == "interrupted"``.
+
+        A sub-agent's pause is listed as the calls that wait in it, each with its ``path``.
+        """
+        return interrupts_of(self.raw.interrupts())
 
     def __repr__(self) -> str:
         return (
@@ -164,7 +168,7 @@ class AgentChunk:
     @property
     def interrupts(self) -> list[AgentInterrupt]:
         mc = self.model_chunk
-        return [AgentInterrupt(p) for p in mc.interrupts()] if mc is not None else []
+        return interrupts_of(mc.interrupts()) if mc is not None else []
 
     @property
     def reasoning(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -177,6 +178,9 @@ class TurnContext:
         self.new_rules: list[dict[str, Any]] = []
         self.decided: dict[tuple[str, str | None], Any] = {}  # the decisions of an answer's calls
         self.stored_rules: Callable[[], Awaitable[list[dict[str, Any]]]] = _no_rules
+        # when the turn started, and what ran in it (`_engine.observe`: the timeline's steps)
+        self.clock = time.monotonic()
+        self.steps: list[list[Any]] = []
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

@@ -294,6 +294,8 @@ class AgentOutput(WireModel):
     # In-process only, never on the wire: the session's history after a server-managed turn,
     # which the output does not carry (a `Chat` of a local agent keeps its `messages` exact).
     _history: list[Message] | None = PrivateAttr(default=None)
+    # In-process only too: when the turn ran and its steps (what a stored row keeps as ``timing``)
+    _timing: dict[str, Any] | None = PrivateAttr(default=None)
 
     def interrupts(self) -> list[Part]:
         """The interrupt parts of the output message."""
@@ -333,6 +335,7 @@ class SessionSnapshot(WireModel):
     tool_runs: list[dict[str, Any]] | None = None  # what a failed or aborted attempt's tools did
     answer: dict[str, Any] | None = None  # a failed or aborted attempt's answer (ToolResume), to retry
     fork_of: str | None = None  # a fork's first row: the paused snapshot it was copied from
+    timing: dict[str, Any] | None = None  # when the turn ran and its steps (`nb_agents.notebook.Timeline`)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return bundle(self)

@@ -21,7 +21,7 @@ def _name(requirement: str) -> str:
 
 
 def test_the_demo_installs_jupyterlab_and_the_mcp_sdk_and_no_test_tooling() -> None:
-    assert demo_extras() == ["jupyter", "mcp"]
+    assert demo_extras() == ["jupyter", "mcp", "otel"]
     installed = demo_distributions()
     assert {"nb-agents", "jupyterlab", "ipykernel", "ipywidgets", "mcp"} <= installed
     assert not {"pytest", "psycopg", "ruff", "nbval", "playwright"} & installed

@@ -10,13 +10,14 @@ the deadlines of a pause the session starts on (`expire`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .._json import check_value
 from .._sync import Signal
 from ..errors import FailedPreconditionError
+from ..nested import merge_answers
 from ..session import ChunkSink, Session
 from ..stores.base import SessionStore
 from ..types import (
@@ -32,6 +33,7 @@ from ..types import (
     SessionState,
     error_info,
 )
+from . import observe
 from .expiry import due_parts, expiry_resume, has_deadline
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .loading import PreTurnFailureError, load_session
@@ -110,10 +112,11 @@ class Invocation:
     async def run_one(self, inp: AgentInput) -> AgentOutput:
         """Run one input that does not detach, in the caller's task: the one-shot call's path."""
         check_value(inp, "data")  # what a store could not write is refused first
+        inp = merge_answers(inp)  # a sub-agent's answers: one per call (nb_agents.nested)
         self.closed = True
         try:
             refused = await self._load(inp)
-            return refused if refused is not None else await Turn(self, inp, 0)()
+            return refused if refused is not None else await observe.turn(self, inp, 0, self._turn)
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -124,6 +127,7 @@ class Invocation:
         if self.closed or (self._task is not None and self._task.done()):
             raise FailedPreconditionError("this agent invocation has ended; start a new one")
         check_value(inp, "data")  # what a store could not write is refused first
+        inp = merge_answers(inp)  # a sub-agent's answers: one per call (nb_agents.nested)
         if inp.detach and self.store is None:
             raise FailedPreconditionError("Detach is only supported when a session store is provided.")
         if inp.detach:
@@ -220,7 +224,7 @@ class Invocation:
             while True:
                 if inp is None:
                     break
-                last = await Turn(self, inp, turn_index)()
+                last = await observe.turn(self, inp, turn_index, self._turn)
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
@@ -263,6 +267,10 @@ class Invocation:
             if self.spec.signer is not None:
                 out.state = self.spec.signer.sign(out.state)
         return out
+
+    def _turn(self, inp: AgentInput, index: int) -> Awaitable[AgentOutput]:
+        """One turn (`turn.Turn`: check → decide → claim → run → record); `observe` may watch it."""
+        return Turn(self, inp, index)()
 
     async def may_message(self) -> bool:
         """Whether the caller, who opened this invocation to answer, may also send messages into it."""

@@ -32,6 +32,7 @@ from ..types import (
     ModelResponseChunk,
     Part,
 )
+from . import observe
 from .decision import Decision
 from .resume import validate_resume
 from .spec import StoredRules
@@ -221,7 +222,7 @@ class PromptTurn:
         for mw in reversed(self._model_wrappers):
             call = _bind(mw, call)
         try:
-            return await call(request)
+            return await observe.model_call(ctx, model.name, request, call)
         except NbAgentsError:
             raise
         except Exception as exc:

@@ -28,6 +28,7 @@ from ..rules import Gate
 from ..session import TurnContext
 from ..tools import Tool, ToolContext, ToolFail
 from ..types import Message, Part, ToolResponse, ToolResume
+from . import observe
 from .decision import FREE, Call, Decision, decide, session_rule
 from .ownership import principal_of
 
@@ -158,7 +159,7 @@ class ToolRunner:
         turn.tools_started = True  # from here a side effect may happen: the claim is kept
         turn.calls_started += 1
         try:
-            output = await call(tr.input, tctx)
+            output = await observe.tool_call(turn, tctx, tr.input, call)
             run.update(outcome="done", output=output)
             return Done(output, decision.rule)
         except Interrupt as sig:

@@ -40,6 +40,7 @@ from ..types import (
     TurnEnd,
     error_info,
 )
+from . import observe
 from .audit import asks_rule, turn_audit
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
@@ -283,7 +284,9 @@ class Turn:
             if finish == "interrupted" and inv.spec.on_pause is not None:
                 fire(inv.spec.on_pause, pause_event(inv.spec.name, inv.session, snapshot_id, inv.owner))
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
-        return inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
+        out = inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
+        out._timing = observe.timing(ctx)  # in-process, also without a store (`notebook.Timeline`)
+        return out
 
     async def _aborted(self) -> AgentOutput:
         inv, attempt = self.inv, self.attempt
@@ -359,6 +362,7 @@ class Turn:
             "parent_id": inv.parent_id,
             "agent": inv.spec.name,
             "owner": inv.owner,
+            "timing": observe.timing(ctx),  # when it ran, and its steps (`notebook.Timeline`)
         }
         # kept unless the row completes (an abort that wins over the completion keeps them)
         if ctx is not None and ctx.tool_runs:

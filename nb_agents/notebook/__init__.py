@@ -4,7 +4,8 @@
 continuation streamed below; `ChatWidget` is a chat box with inline forms;
 `pending` redraws every waiting form after a kernel restart; `Inbox` lists every
 interrupt waiting across sessions and agents, to answer in batches; `compare` shows
-two continuations of one pause (a chat and its fork) side by side. Importing this
+two continuations of one pause (a chat and its fork) side by side; `Timeline`
+shows a turn or a session as a timeline (what ran, the waits for a person). Importing this
 package imports ipywidgets; ``import nb_agents`` alone never does.
 
 This package is nb_agents' display plugin (entry point group
@@ -25,6 +26,7 @@ from .fields import Field, FieldError, schema_field
 from .forms import Answer, InterruptForm, is_approval_shaped
 from .inbox import Inbox
 from .pending import PendingView, apending, pending
+from .timeline import Timeline
 from .view import TurnView
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "Inbox",
     "InterruptForm",
     "PendingView",
+    "Timeline",
     "TurnView",
     "apending",
     "compare",

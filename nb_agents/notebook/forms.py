@@ -42,6 +42,7 @@ from pydantic import TypeAdapter, ValidationError
 from ..interrupts import AgentInterrupt, ApprovalHold, approval
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
 from ..render._html import esc
+from ..render.agents import asked_by_html
 from ..tools import Tool
 from .answer import Answer, approval_extras, is_approval_shaped, one_text
 from .controls import button as make_button
@@ -150,7 +151,9 @@ class InterruptForm(AnswerBox):
         self.on_answer = on_answer
         self.answer: Answer | None = None
         self.locked = False
-        self.hold: ApprovalHold | None = ApprovalHold.claim(interrupt.part)
+        # a sub-agent's hold is its own claim: its answers are built for the top
+        own = interrupt if isinstance(interrupt, ApprovalHold) else None
+        self.hold: ApprovalHold | None = own or ApprovalHold.claim(interrupt.part)
         self.mode = self._mode()
         self.summary = interrupt_summary(
             interrupt.part,
@@ -174,7 +177,10 @@ class InterruptForm(AnswerBox):
         # a deadline ticks in the browser (the view applies the default when it is reached)
         deadline = self.summary.expires_at
         self.countdown = Countdown(deadline=deadline, then=self.summary.on_expiry or "") if deadline else None
-        self.head = widgets.HTML(value=summary_html(self.summary, deadline=self.countdown is None))
+        self.asked_by = asked_by_html(interrupt.path)  # a sub-agent's question says which agent asks
+        self.head = widgets.HTML(
+            value=self.asked_by + summary_html(self.summary, deadline=self.countdown is None)
+        )
         self.changes = widgets.HTML()
         self.error = widgets.HTML()
         self.status = widgets.HTML()
@@ -447,6 +453,8 @@ class InterruptForm(AnswerBox):
         except FieldError as exc:
             self.error.value = error_html(None, exc.message)
             return
+        if answer.part.tool_request is not None:  # a sub-agent's answer of any kind restarts the top call
+            answer = answer._replace(kind="restart")
         self.error.value = ""
         self.answer = answer
         self.set_disabled(True)
@@ -460,7 +468,7 @@ class InterruptForm(AnswerBox):
     def reset(self, error: str | None = None) -> None:
         """Forget the answer and enable the form again (its question waits again)."""
         super().reset(error)
-        self.head.value = summary_html(self.summary, deadline=self.countdown is None)
+        self.head.value = self.asked_by + summary_html(self.summary, deadline=self.countdown is None)
 
     def set_disabled(self, disabled: bool) -> None:
         """Disable or enable every control of the form."""

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..nested import innermost
 from ..render import changes_html, output_html, output_text, response_bundle, summary_html
 from ..render._html import BOX, MUTED, NO_TYPESET, badge, details, esc, pre
+from ..render.agents import asked_by_html
 from ..render.summary import rows_html
 from ..render.tables import audit_words
 from ..render.turns import WAITING, tool_result_html
@@ -46,7 +48,7 @@ def answer_value(form: InterruptForm) -> Any:
     answer = form.answer
     if answer is None:
         return None
-    part = answer.part
+    part = innermost(answer.part)  # a sub-agent's answer: what was given to the call that asked
     if part.tool_response is not None:
         value = part.tool_response.output
     else:
@@ -89,9 +91,9 @@ def form_record_html(form: InterruptForm, state: str) -> str:
         verb = answer.verb
     else:
         verb = "answered elsewhere"
-    out = [
-        f'<div class="nba-record" style="margin:6px 0">{summary_html(form.summary, state=verb, raw=False)}'
-    ]
+    asked = asked_by_html(form.interrupt.path)
+    summary = summary_html(form.summary, state=verb, raw=False)
+    out = [f'<div class="nba-record" style="margin:6px 0">{asked}{summary}']
     if expired is not None:
         out.append(f'<div class="{NO_TYPESET}" style="margin-top:2px">{esc(expiry_words(form))}</div>')
     elif answer is not None and state != "stale":

@@ -40,6 +40,7 @@ import ipywidgets as widgets
 from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import AlreadyResumedError, NbAgentsError
+from ..nested import tool_for
 from ..render import error_html, output_html, record_words, tools_of
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
@@ -123,11 +124,11 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         self.tools = agent_tools(self.chat)
         note = response.text
         self.forms = [
-            ElicitationForm(i, self.tools.get(i.name), on_answer=self._on_answer)
+            ElicitationForm(i, tool_for(self.tools, i), on_answer=self._on_answer)
             if is_elicitation(i)
             else InterruptForm(
                 i,
-                self.tools.get(i.name),
+                tool_for(self.tools, i),  # a sub-agent's call: its tool, through the sub-agent tools
                 on_answer=self._on_answer,
                 note=note if n == 0 else "",
                 keeps_rules=self.chat is None or self.chat.state is None,  # a client-managed chat has state

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..nested import sub_pause
 from ..responses import AgentResponse
 
 if TYPE_CHECKING:
     from ..protocol import AgentProtocol
 from ..types import AgentOutput, Artifact, Message, Part
 from ._html import BOX, ERROR, MUTED, NO_TYPESET, badge, details, esc, ids_details, pre, to_json
+from .agents import nested_interrupts_html, nested_interrupts_text
 from .markdown import markdown_html
 from .summary import interrupt_summary, summary_html, value_words
 
@@ -114,6 +116,8 @@ def tool_result_html(
 def interrupt_html(part: Part, *, tools: Mapping[str, Any] | None = None, note: str = "") -> str:
     """An interrupted call as its summary: title, question, the model's words, arguments."""
     assert part.tool_request is not None
+    if sub_pause(part) is not None:  # it waits on a sub-agent: show the sub-agent's questions
+        return nested_interrupts_html(part, tools, note, _PAUSE)
     tool = (tools or {}).get(part.tool_request.name)
     summary = interrupt_summary(
         part,
@@ -127,6 +131,8 @@ def interrupt_html(part: Part, *, tools: Mapping[str, Any] | None = None, note: 
 def interrupt_text(part: Part, *, tools: Mapping[str, Any] | None = None) -> str:
     """An interrupted call in plain text: its title, question and arguments."""
     assert part.tool_request is not None
+    if sub_pause(part) is not None:
+        return nested_interrupts_text(part, tools)
     tool = (tools or {}).get(part.tool_request.name)
     s = interrupt_summary(
         part,

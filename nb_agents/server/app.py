@@ -97,7 +97,7 @@ _COMPANION_KEYS = ("data", "init")
 _SNAPSHOT_ID = ("snapshotId", "snapshot_id")
 _SESSION_ID = ("sessionId", "session_id")
 _RULE_ID = ("ruleId", "rule_id")
-_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules", "forkOf")
+_PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules", "forkOf", "timing")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
 

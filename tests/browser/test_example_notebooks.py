@@ -32,6 +32,7 @@ FORMS = {
     "partial-answers.ipynb": ("Pay invoice", "Approve"),
     "quickstart.ipynb": ("Transfer money", "Approve"),
     "real-models.ipynb": ("Transfer money", "Approve"),
+    "sub-agents.ipynb": ("Transfer money", "Approve"),
     "tool-approval.ipynb": ("Send email", "Approve"),
     "tool-failure.ipynb": ("Exchange rate", "Deny"),
 }
@@ -43,6 +44,7 @@ OWN_TESTS = {
     "inbox.ipynb": "test_inbox_lab.py",
     "kernel-restart.ipynb": "test_kernel_restart_*",
     "mcp.ipynb": "test_mcp_elicitation.py",
+    "traces.ipynb": "test_subagents_timeline.py",
 }
 
 

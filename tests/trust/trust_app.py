@@ -13,9 +13,14 @@ what ran:
 * ``payInvoice(invoice)``: allowlisted; it asks its own question (a resumable
   tool) and pays only on ``{"approved": true}``.
 
+The nested route (`make_nested`): the attacked agent is the sub-agent of
+``boss``, whose model hands it the user's message as its task, so the same
+directives reach it through another model, and every answer comes from the top.
+
 Under ``nb-agents serve trust_app:served``, ``NBA_TRUST_LEDGER`` names the ledger,
 ``NBA_TRUST_DB`` the SQLite file (or a PostgreSQL DSN) and ``NBA_TRUST_EXPIRES``
-the seconds a hold waits (its default then approves).
+the seconds a hold waits (its default then approves); ``NBA_TRUST_NESTED`` serves
+``boss`` (the attacked agent as its sub-agent) instead.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import nb_agents as nba
 from nb_agents.middleware import ToolApproval
 from nb_agents.testing import FunctionModel
 
-__all__ = ["PayReply", "directive", "make_agent", "read_ledger", "served"]
+__all__ = ["PayReply", "directive", "make_agent", "make_nested", "read_ledger", "served"]
 
 LIMIT = 1000
 
@@ -137,6 +142,21 @@ def make_agent(
     )
 
 
+def _hand_down(req: nba.GenerateRequest) -> dict[str, Any] | str:
+    """The parent's model: the user's message becomes the sub-agent's task, whatever it says."""
+    last = req.messages[-1]
+    if last.role != "user":
+        return "done"
+    call = {"toolRequest": {"name": "trust", "ref": "sub", "input": {"task": last.text}}}
+    return {"message": {"role": "model", "content": [call]}, "finishReason": "stop"}
+
+
+def make_nested(store: nba.SessionStore | None, ledger: Path, **options: Any) -> nba.Agent:
+    """``boss``: the attacked agent (`make_agent`, on the same store) as its one sub-agent."""
+    inner = make_agent(store, ledger, **options)
+    return nba.define_agent("boss", model=FunctionModel(_hand_down), tools=[inner.as_tool()], store=store)
+
+
 def _served() -> nba.Agent:
     db = os.environ.get("NBA_TRUST_DB", "")
     store: nba.SessionStore
@@ -147,7 +167,8 @@ def _served() -> nba.Agent:
     else:
         store = nba.SqliteSessionStore(db or "trust.db")
     expires = os.environ.get("NBA_TRUST_EXPIRES")
-    return make_agent(
+    build = make_nested if os.environ.get("NBA_TRUST_NESTED") else make_agent
+    return build(
         store,
         Path(os.environ.get("NBA_TRUST_LEDGER", os.devnull)),
         expires_in=float(expires) if expires else None,
