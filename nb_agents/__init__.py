@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import middleware, notify
 from . import render as _render  # noqa: F401 - registers how results display
-from .agent import Agent, define_agent, define_custom_agent
+from .agent import Agent
 from .chat import AgentTurn, Chat, DetachedTask
 from .connection import AgentConnection
+from .define import define_agent, define_custom_agent
 from .errors import (
     AbortedError,
     AgentError,

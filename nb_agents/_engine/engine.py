@@ -21,6 +21,7 @@ from .expiry import due_parts, has_deadline
 from .forking import fork_snapshot, forks_of
 from .invocation import Invocation, expire, invoke
 from .limits import check_id
+from .loading import walk_back
 from .ownership import Action, visible
 from .session_rules import revoke_session_rule, session_rules
 from .spec import AgentSpec
@@ -128,12 +129,27 @@ class Engine:
         store = self._store("expire_due")
         outs: list[AgentOutput] = []
         for sid in await store.session_ids():
-            leaf = await store.get_latest(sid)
+            leaf = await self._settled_leaf(store, sid)
             if leaf is not None and (leaf.agent is None or leaf.agent == self.spec.name):
                 out = await self.expire(leaf)
                 if out is not None:
                     outs.append(out)
         return outs
+
+    @staticmethod
+    async def _settled_leaf(
+        store: SessionStore, session_id: str, leaf: SessionSnapshot | None = None
+    ) -> SessionSnapshot | None:
+        """The session's leaf, or, while a turn of it runs, the snapshot that turn continues.
+
+        A default being applied by another process is such a turn: expiring the
+        pause it answers then waits for that turn (the claim's replay), so every
+        reader that noticed the deadline sees the one turn the default ran.
+        """
+        leaf = leaf if leaf is not None else await store.get_latest(session_id)
+        if leaf is None or leaf.status not in ("pending", "aborting"):
+            return leaf
+        return await walk_back(store, session_id, leaf) or leaf
 
     async def abort(self, snapshot_id: str, context: dict[str, Any] | None) -> str | None:
         """Abort a pending snapshot; its previous status (None: unknown, or not the caller's)."""
@@ -165,7 +181,10 @@ class Engine:
         out: list[Waiting] = []
         for sid in await store.session_ids():
             leaf = await store.get_latest(sid)
-            if leaf is not None and self._may(leaf, context, "read") and await self.expire(leaf) is not None:
+            if leaf is not None and leaf.status == "completed" and leaf.finish_reason != "interrupted":
+                continue  # settled and not paused: the cheap common case
+            settled = await self._settled_leaf(store, sid, leaf) if leaf is not None else None
+            if settled is not None and self._may(settled, context, "read") and await self.expire(settled):
                 leaf = await store.get_latest(sid)  # past its deadline: listed as the default left it
             attempt = None
             snap = leaf
