@@ -378,12 +378,3 @@ class Agent(BaseAgent):
 
     expire_due_sync = twin(expire_due)
     aclose_sync = twin(aclose)
-
-
-def __getattr__(name: str) -> object:
-    # `nb_agents.agent.define_agent` still imports: the constructors live in `nb_agents.define`
-    if name in ("define_agent", "define_custom_agent"):
-        from . import define
-
-        return getattr(define, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from .errors import FailedPreconditionError, InvalidArgumentError
 from .expiry import now as utc_now
 from .expiry import parse
 from .interrupts import AgentInterrupt, ApprovalHold
-from .nested import interrupts_of
+from .nested import NestedInterrupt, interrupts_of
 from .protocol import BaseAgent
 from .responses import AgentResponse
 from .stores.base import AuditRecord
@@ -131,7 +131,12 @@ class InboxItem:
 
     def __init__(self, turn: PendingTurn, interrupt: AgentInterrupt) -> None:
         self.turn = turn
-        hold = ApprovalHold.claim(interrupt.part)
+        # a sub-agent's question keeps its view (its answers go through the call that waits on it)
+        hold = (
+            None
+            if isinstance(interrupt, ApprovalHold | NestedInterrupt)
+            else ApprovalHold.claim(interrupt.part)
+        )
         self.interrupt: AgentInterrupt = hold if hold is not None else interrupt
 
     @property

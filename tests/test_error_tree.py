@@ -19,7 +19,7 @@ import nb_agents
 import nb_agents.errors
 from nb_agents.errors import NbAgentsError
 
-SIGNALS = {"nb_agents.interrupts.Interrupt", "nb_agents.tools.base.ToolFail"}
+SIGNALS = {"nb_agents.interrupts.signal.Interrupt", "nb_agents.tools.base.ToolFail"}
 """Control-flow signals, not errors (STYLE.md): the only exceptions outside the tree."""
 
 

@@ -24,6 +24,7 @@ import nb_agents as nba
 from nb_agents.chat import AgentResponse
 from nb_agents.inbox import answer_items
 from nb_agents.interrupts import is_cancel
+from nb_agents.nested import NestedInterrupt
 
 STORES = ["memory", "sqlite", "postgres"]
 LOCAL_ROUTES = ["chat", "run", "connect", "session", "partial", "fork", "inbox"]
@@ -107,7 +108,11 @@ class Target:
         turns = [t for t in await self.front.pending() if t.snapshot_id == res.snapshot_id]
         if not turns:
             return "refused:NOT_LISTED"
-        rows = {(r.tool, r.interrupt.ref): r for r in turns[0].items}
+        rows = {}
+        for r in turns[0].items:
+            # a sub-agent's question is answered through the top-level call that waits on it
+            top = r.interrupt.top.tool_request if isinstance(r.interrupt, NestedInterrupt) else None
+            rows[(top.name, top.ref) if top is not None else (r.tool, r.interrupt.ref)] = r
         batch = []
         for part in parts:
             call = part.tool_request or part.tool_response
