@@ -31,7 +31,7 @@ from receiver import Receiver  # noqa: E402
 from trust_app import call, directive, read_ledger  # noqa: E402
 
 import nb_agents as nba  # noqa: E402
-from nb_agents.notify import _key  # noqa: E402
+from nb_agents.notify.links import _key  # noqa: E402
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

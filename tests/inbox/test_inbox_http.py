@@ -32,7 +32,7 @@ from trust_app import call, directive, make_agent, read_ledger
 
 import nb_agents as nba
 from nb_agents.inbox import answer_items, quick_answer
-from nb_agents.notify import _key
+from nb_agents.notify.links import _key
 
 pytestmark = pytest.mark.anyio
 

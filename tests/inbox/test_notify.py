@@ -17,7 +17,8 @@ from store_kinds import make_store
 from trust_app import call, directive, make_agent, read_ledger
 
 import nb_agents as nba
-from nb_agents.notify import AnswerLinks, LinkError, PauseEvent, _key, sign
+from nb_agents.notify import AnswerLinks, LinkError, PauseEvent, sign
+from nb_agents.notify.links import _key
 from nb_agents.server import create_app
 
 pytestmark = pytest.mark.anyio
@@ -115,7 +116,7 @@ async def test_a_hook_that_raises_or_hangs_never_touches_the_turn(tmp_path: Path
     res2 = await other.chat().send(directive(call("t2", 5)))
     assert res2.finish_reason == "interrupted"  # returned while the hook still waits
     await asyncio.wait_for(started.wait(), 10)
-    from nb_agents.notify import _TASKS
+    from nb_agents.notify.events import _TASKS
 
     for task in list(_TASKS):  # the hook would wait an hour: end it with the test
         task.cancel()
