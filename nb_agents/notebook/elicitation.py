@@ -31,9 +31,10 @@ from ..mcp.elicitation import ElicitationRequest
 from ..render import error_html, interrupt_summary
 from ..render._html import NO_TYPESET, esc, link_html
 from ..tools import Tool
+from .answer import Answer
+from .answer_box import AnswerBox
 from .controls import button
 from .fields import Field, FieldError, schema_field
-from .forms import Answer, AnswerBox
 
 __all__ = ["ElicitationForm", "is_elicitation", "normalized"]
 

@@ -39,13 +39,14 @@ from typing import Any, ClassVar
 import ipywidgets as widgets
 from pydantic import TypeAdapter, ValidationError
 
-from ..interrupts import AgentInterrupt, ApprovalHold, approval
+from ..interrupts import AgentInterrupt, ApprovalHold
 from ..render import changes, changes_html, error_html, interrupt_summary, summary_html
 from ..render._html import esc
 from ..render.agents import asked_by_html
 from ..tools import Tool
+from .actions import FormActions
 from .answer import Answer, approval_extras, is_approval_shaped, one_text
-from .controls import button as make_button
+from .answer_box import AnswerBox, errors_text, form_button, reason_box, reveal
 from .controls import labelled
 from .controls import toggle as make_toggle
 from .countdown import Countdown
@@ -57,50 +58,7 @@ _OK = "color:var(--jp-success-color0,#2e7d32);font-weight:600"
 _REASON = "optional: why (the assistant reads it)"
 
 
-def _button(label: str, style: str = "") -> Any:
-    return make_button(label, style, min_width="7em")
-
-
-def _reason_box(field: Field) -> None:
-    """The reason beside Deny: last in its row, narrowing (never pushing a button to the next line)."""
-    box = field.widget
-    box.placeholder = field.hint or _REASON  # the schema's description of the reason, if it has one
-    box.layout.width = "auto"
-    box.layout.flex = "1 1 14em"
-    box.layout.min_width = "12em"
-    box.layout.max_width = "30em"
-
-
-class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
-    """What every form of a turn shares: its answer, and locking and resetting it.
-
-    A subclass builds ``answer``, ``locked``, ``status``, ``error`` and
-    ``change_button``, and says how to disable its controls (`set_disabled`).
-    """
-
-    answer: Answer | None
-    locked: bool
-
-    def set_disabled(self, disabled: bool) -> None:
-        raise NotImplementedError
-
-    def lock(self) -> None:
-        """Freeze the form while its answer is being sent."""
-        self.locked = True
-        self.set_disabled(True)
-        self.change_button.layout.display = "none"
-
-    def reset(self, error: str | None = None) -> None:
-        """Forget the answer and enable the form again (field values are kept)."""
-        self.answer = None
-        self.locked = False
-        self.set_disabled(False)
-        self.status.value = ""
-        self.change_button.layout.display = "none"
-        self.error.value = error_html(None, error) if error else ""
-
-
-class InterruptForm(AnswerBox):
+class InterruptForm(FormActions, AnswerBox):
     """The form for one interrupt; records an `Answer` when submitted.
 
     Args:
@@ -184,7 +142,7 @@ class InterruptForm(AnswerBox):
         self.changes = widgets.HTML()
         self.error = widgets.HTML()
         self.status = widgets.HTML()
-        self.change_button = _button("Change answer")
+        self.change_button = form_button("Change answer")
         self.change_button.on_click(lambda _: None if self.locked else self.reset())
         self.change_button.layout.display = "none"
         self.add_class("nba-form")
@@ -239,11 +197,11 @@ class InterruptForm(AnswerBox):
         buttons: list[Any] = []
         schema = self._reply_schema()
         if mode in ("hold", "approve-respond", "approve-restart"):
-            self.approve_button = _button("Approve", "success")
+            self.approve_button = form_button("Approve", "success")
             self.approve_button.on_click(lambda _: self._record(self._decide, True))
             buttons.append(self.approve_button)
             if "always" in actions:
-                self.always_button = _button("Approve always", "success")
+                self.always_button = form_button("Approve always", "success")
                 self.always_button.tooltip = (
                     f"Approve, and run '{self.interrupt.name}' without asking for the rest of this session"
                 )
@@ -271,23 +229,23 @@ class InterruptForm(AnswerBox):
                     schema if schema is not None else {}, label="" if fields else "Answer *"
                 )
             rows.append(self.reply.row)
-            self.submit_button = _button("Send answer", "primary")
+            self.submit_button = form_button("Send answer", "primary")
             self.submit_button.on_click(lambda _: self._record(self._submit))
             buttons.append(self.submit_button)
             if "restart" in actions:
-                self.continue_button = _button("Restart")
+                self.continue_button = form_button("Restart")
                 self.continue_button.on_click(lambda _: self._record(self._continue))
                 buttons.append(self.continue_button)
         else:  # continue: a plain tool that paused itself
-            self.continue_button = _button("Continue", "success")
+            self.continue_button = form_button("Continue", "success")
             self.continue_button.on_click(lambda _: self._record(self._continue))
             buttons.append(self.continue_button)
             self.answer_toggle = make_toggle("Answer instead")
             self.reply = schema_field(schema or {}, label="" if schema else "Output")
-            self.submit_button = _button("Send answer", "primary")
+            self.submit_button = form_button("Send answer", "primary")
             self.submit_button.on_click(lambda _: self._record(self._submit))
             answer_box = widgets.VBox([self.reply.row, self.submit_button])
-            _reveal(self.answer_toggle, answer_box)
+            reveal(self.answer_toggle, answer_box)
             rows.append(answer_box)
         if self.answer_toggle is not None:
             buttons.append(self.answer_toggle)
@@ -303,11 +261,11 @@ class InterruptForm(AnswerBox):
             self.edit_toggle.observe(lambda _change: self._show_changes(), names="value")
             edit_box = widgets.VBox([self.inputs.row, self.changes])
             edit_box.layout.margin = "4px 0"
-            _reveal(self.edit_toggle, edit_box)
+            reveal(self.edit_toggle, edit_box)
             rows.append(edit_box)
             buttons.append(self.edit_toggle)
         if "cancel" in actions:  # the person abandons the request: nothing runs, the model is told
-            self.cancel_button = _button("Cancel")
+            self.cancel_button = form_button("Cancel")
             self.cancel_button.tooltip = (
                 "Cancel this request: the tool does not run, and the assistant is told"
             )
@@ -316,8 +274,8 @@ class InterruptForm(AnswerBox):
         if "deny" in actions:  # last: Deny and its reason, which narrows before anything wraps
             if self.reason is None:
                 self.reason = schema_field({"type": "string"}, label="Reason", required=False)
-            _reason_box(self.reason)
-            self.deny_button = _button("Deny", "danger")
+            reason_box(self.reason)
+            self.deny_button = form_button("Deny", "danger")
             self.deny_button.on_click(lambda _: self._record(self._deny))
             buttons += [self.deny_button, self.reason.widget]
         return [
@@ -338,7 +296,7 @@ class InterruptForm(AnswerBox):
             for err in exc.errors():
                 if field is not None:
                     field.find(tuple(err["loc"])).show_error(err["msg"])
-            raise FieldError(f"{what} for '{self.interrupt.name}' is not valid: {_errors(exc)}") from exc
+            raise FieldError(f"{what} for '{self.interrupt.name}' is not valid: {errors_text(exc)}") from exc
 
     def _edited(self) -> Any:
         """The edited input, or None when it is not being edited (or unchanged)."""
@@ -370,80 +328,6 @@ class InterruptForm(AnswerBox):
             if button is not None and (button is not self.continue_button or self.mode == "continue"):
                 button.description = base + suffix
                 button.tooltip = button.description
-
-    # -- actions -----------------------------------------------------------------------------
-    def _decide(self, approved: bool, always: bool = False) -> Answer:
-        i, tool = self.interrupt, self.tool
-        if self.hold is not None and approved:
-            new = self._edited()
-            if new is not None:
-                part = i.restart(approval(always), new)
-            else:
-                part = self.hold.approve(always=always)
-            label = "approved with changes" if new is not None else "approved"
-            if always:
-                label += f" · '{i.name}' is approved for the rest of this session"
-            return Answer("restart", part, label, "approved", self._changed(new))
-        if self.hold is not None:
-            reason = self._read(self.reason)
-            msg = f"The user denied the call to '{i.name}': {reason}" if reason else None
-            return Answer("respond", self.hold.deny({"error": msg} if msg else None), "denied", "denied")
-        value = {**(self._read(self.reply) or {}), "approved": approved}
-        verb = "approved" if approved else "denied"
-        if self.mode == "approve-respond":
-            self._check("The answer", tool.check_output if tool else None, value, self.reply)
-            return Answer("respond", i.respond(value), verb, verb)
-        self._check("The reply", tool.check_resume if tool else None, value, self.reply)
-        new = self._edited() if approved else None
-        label = verb + (" with changes" if new is not None else "")
-        return Answer("restart", i.restart(value, new), label, verb, self._changed(new))
-
-    def _denial(self, reason: str) -> Any:
-        """The respond output that tells the model the call was denied; None if none fits."""
-        msg = f"The user denied the call to '{self.interrupt.name}'" + (f": {reason}" if reason else ".")
-        candidates: list[Any] = [{"error": msg}, msg]
-        check = self.tool.check_output if self.tool is not None else None
-        for output in candidates:
-            try:
-                if check is not None:
-                    check(output)
-                return output
-            except ValidationError:
-                continue
-        return None
-
-    def _deny(self) -> Answer:
-        if self.mode in ("hold", "approve-respond", "approve-restart"):
-            return self._decide(False)
-        reason = self._read(self.reason) or ""
-        return Answer("respond", self.interrupt.respond(self._denial(str(reason))), "denied", "denied")
-
-    def _cancel(self) -> Answer:
-        reason = self._read(self.reason) if self.reason is not None else None
-        part = self.interrupt.cancel(str(reason) if reason else None)
-        return Answer("respond", part, "cancelled", "cancelled")
-
-    def _submit(self) -> Answer:
-        value = self._read(self.reply)
-        tool = self.tool
-        if self.mode == "restart":
-            self._check("The reply", tool.check_resume if tool else None, value, self.reply)
-            new = self._edited()
-            part = self.interrupt.restart(value, new)
-            return Answer(
-                "restart", part, "sent" + (" with changes" if new else ""), "answered", self._changed(new)
-            )
-        if value is None and self.mode == "json":
-            raise FieldError("enter the answer as JSON, or use Restart")
-        self._check("The answer", tool.check_output if tool else None, value, self.reply)
-        return Answer("respond", self.interrupt.respond(value), "answered", "answered")
-
-    def _continue(self) -> Answer:
-        resumed = self._read(self.reply) if self.mode == "json" else None
-        new = self._edited()
-        part = self.interrupt.restart(resumed if resumed is not None else True, new)
-        label = "continued" + (" with changes" if new is not None else "")
-        return Answer("restart", part, label, "approved", self._changed(new))
 
     def _record(self, action: Callable[..., Answer], *args: Any) -> None:
         if self.answer is not None or self.locked:
@@ -487,17 +371,3 @@ class InterruptForm(AnswerBox):
 
     def __repr__(self) -> str:
         return f"InterruptForm({self.interrupt.name!r}, mode={self.mode!r}, answer={self.answer!r})"
-
-
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
-
-
-def _reveal(toggle: Any, box: Any) -> None:
-    """Show `box` only while `toggle` is down."""
-    box.layout.display = "none"
-
-    def flip(change: dict[str, Any]) -> None:
-        box.layout.display = None if change["new"] else "none"
-
-    toggle.observe(flip, names="value")
