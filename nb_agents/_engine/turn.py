@@ -21,12 +21,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
-from ..notify import PauseEvent, fire
-from ..session import Session, TurnContext, as_message, last_model
+from ..notify import fire
+from ..session import TurnContext, as_message, last_model
 from ..stores.base import AuditRecord
 from ..types import (
     AgentErrorInfo,
@@ -46,6 +45,7 @@ from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
 from .heartbeat import pending_row
 from .loading import session_of
+from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
 from .records import RowFields, write_final
 from .resume import resume_digest
@@ -53,38 +53,9 @@ from .resume import resume_digest
 if TYPE_CHECKING:
     from .invocation import Invocation
 
-__all__ = ["REPLAY_TIMEOUT", "Turn", "pause_event"]
+__all__ = ["REPLAY_TIMEOUT", "Turn"]
 
 REPLAY_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Ran:
-    """The handler finished: its reply (or None)."""
-
-    reply: Message | None
-
-
-@dataclass(frozen=True, slots=True)
-class Aborted:
-    """The turn was aborted while the handler ran."""
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """The handler raised."""
-
-    error: BaseException
-
-
-Outcome = Ran | Aborted | Failed
-
-
-def pause_event(agent: str, session: Session, snapshot_id: str | None, owner: str | None) -> PauseEvent:
-    """What the ``on_pause`` hook is told of a turn that just paused."""
-    last = session.last_model()
-    parts = last.interrupts() if last is not None else []
-    return PauseEvent(agent, session.session_id, snapshot_id, parts, owner)
 
 
 class Turn:

@@ -41,22 +41,23 @@ from .._sync import start as spawn
 from ..chat import Chat
 from ..errors import AlreadyResumedError, NbAgentsError
 from ..nested import tool_for
-from ..render import error_html, output_html, record_words, tools_of
+from ..render import error_html, output_html, tools_of
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
 from ..tools import Tool
 from ..types import ToolResume
-from ._bundle import OUTPUT_METADATA, WithStaticFallback
+from ._bundle import WithStaticFallback
 from .controls import button
 from .elicitation import ElicitationForm, is_elicitation
 from .expiring import answers_to, expire_now, is_expiry_error, watch_deadlines
-from .forking import ForkPanel, can_fork
+from .forking import ForkPanel
 from .forms import InterruptForm
 from .identity import local_user
 from .outcomes import outcome_line
 from .partial import call_keys, resume_one, waiting_line
 from .partial import status as _status
-from .records import form_record_html, record_body_html, turn_record_bundle
+from .records import form_record_html
+from .settling import Settling
 from .streaming import LiveOutput
 from .watch import recheck, watch
 
@@ -71,14 +72,7 @@ def agent_tools(chat: Chat | None) -> dict[str, Tool]:
 _QUESTION = "3px solid var(--jp-border-color2, #ccc)"  # each question of a turn in its own block
 
 
-def _current_task() -> asyncio.Task[Any] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no loop running in this thread
-        return None
-
-
-class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """The widget for one turn: forms for its interrupts, the continuation below.
 
     Args:
@@ -344,83 +338,12 @@ class TurnView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywi
         """Re-read what became of this turn's question (after each cell: `watch.recheck`)."""
         return recheck(self)
 
-    def _mark_stale(self) -> None:
-        """Collapse to "Already answered (...)": the answer recorded first, not this form's."""
-        you = self.answered_by if self.you else None
-        words = "; ".join(
-            f"{r.name}: {record_words(r, you=you)}" if len(self.prior) > 1 else record_words(r, you=you)
-            for r in self.prior
-        )
-        self.state = "stale"
-        self.outcome = f"Already answered ({words})"
-        self.header.value = _status("muted", "answered", self.outcome)
-        self.status.value = ""
-        for form in self.forms:
-            form.lock()
-            form.status.value = ""
-        self._settle()  # nothing more will come: the forms give way to their questions
-
     def _fail(self, message: str) -> None:
         self.state = "waiting"
         self.header.value = self._waiting_line()
         self.status.value = error_html(None, f"Your answer was not accepted: {message}")
         for form in self.forms:
             form.reset()
-
-    # -- settling ---------------------------------------------------------------------------
-    @property
-    def offers_forks(self) -> bool:
-        """Whether a finished turn offers "Try another answer" (see ``try_another``)."""
-        return self.try_another if self.try_another is not None else not self.displayed
-
-    @property
-    def settled(self) -> bool:
-        """Whether nothing is left to answer here or below."""
-        return self.state in ("done", "stale") or (self.child is not None and self.child.settled)
-
-    def _settle(self) -> None:
-        if self.state not in ("stale",):
-            self.state = "done" if self.child is None or self.child.settled else self.state
-        if not self.settled:
-            return
-        here = self.child is None or self.child.settled
-        if here and self.state == "done" and self.fork_panel is None and self.offers_forks and can_fork(self):
-            self.fork_panel = ForkPanel(self)
-        # the cell's record first, before the live view says it is done: a notebook saved
-        # from the moment it does keeps the record (a live fork panel: only with the extension)
-        if self.displayed and self.fork_panel is not None:
-            self.refresh_record()  # it stays live: another answer can be tried
-        elif self.displayed:
-            self.show_record()
-        if here:
-            self.show_settled()
-            if self.deadline_task is not None and self.deadline_task is not _current_task():
-                self.deadline_task.cancel()  # settled: nothing to expire
-        if self.on_settle is not None:
-            self.on_settle(self)
-
-    def show_settled(self) -> None:
-        """Show the settled turn as its record (what the cell keeps), under its status line."""
-        expired = any(getattr(f, "expired", None) is not None for f in self.forms)
-        tone = "muted" if self.state == "stale" else "no" if expired else "ok"
-        word = "answered" if self.state == "stale" else "expired" if expired else "done"
-        self.header.value = _status(tone, word, self.outcome) if self.outcome else ""
-        panel = [self.fork_panel] if self.fork_panel is not None else []
-        self.children = [self.header, widgets.HTML(value=record_body_html(self)), *panel]
-        self.retry_button.layout.display = "none"
-
-    # -- display ---------------------------------------------------------------------------
-    def record_html(self) -> str:
-        """This turn as a record: status line, questions and answers, the reply (and what followed)."""
-        return turn_record_bundle(self)["text/html"]
-
-    def _static_bundle(self) -> dict[str, Any]:
-        return turn_record_bundle(self)
-
-    def refresh_record(self) -> None:
-        """Update the record in this view's cell output (what a saved notebook shows), keeping the widget."""
-        for handle in self.__dict__.get("_nba_handles", []):
-            handle.update(self._repr_mimebundle_(), raw=True, metadata=OUTPUT_METADATA)
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"
