@@ -35,6 +35,7 @@ __all__ = [
     "on_portal",
     "portal_loop",
     "run",
+    "running_loop",
     "soon",
     "start",
     "stream_twin",
@@ -70,13 +71,18 @@ def portal_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop running in this thread, or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 async def on_portal(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` on the private loop and wait for it from whichever loop we are on."""
     loop = portal_loop()
-    try:
-        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        here = None
+    here = running_loop()
     if here is loop:
         return await coro
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
@@ -117,10 +123,7 @@ def soon(fn: Callable[[], object], loop: asyncio.AbstractEventLoop | None = None
 def call_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], object]) -> None:
     """Call `fn` on `loop` and wait until it ran: at once when we are on that loop, else from
     this thread (an object bound to one loop, such as a connection, fed from another thread)."""
-    try:
-        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        here = None
+    here = running_loop()
     if here is loop:
         fn()
         return
@@ -140,10 +143,7 @@ def run(aw: Coroutine[Any, Any, T] | Awaitable[T], *, loop: asyncio.AbstractEven
     the private loop. The calling thread waits; it must not be the thread of that loop."""
     if loop is None or not loop.is_running():
         loop = portal_loop()
-    try:
-        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        here = None
+    here = running_loop()
     if here is loop:
         if asyncio.iscoroutine(aw):
             aw.close()  # never awaited: say why instead of warning about it
@@ -242,10 +242,7 @@ class Signal(asyncio.Event):
     def set(self) -> None:
         owner = self._owner
         if owner is not None and not owner.is_closed():
-            try:
-                here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:
-                here = None
+            here = running_loop()
             if here is not owner:
                 owner.call_soon_threadsafe(self._set_here)
                 return

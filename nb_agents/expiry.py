@@ -56,8 +56,11 @@ def iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def parse(ts: str) -> datetime | None:
-    """An ``expiresAt`` value as an aware datetime, or None when it cannot be read."""
+def parse(ts: str | None) -> datetime | None:
+    """An ISO 8601 time (``expiresAt``, a timing's ``at``) as an aware datetime (UTC when it
+    names no zone), or None when there is none or it cannot be read."""
+    if not ts:
+        return None
     try:
         at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except (ValueError, AttributeError):

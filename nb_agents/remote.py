@@ -71,11 +71,29 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn may think for minutes
 
 
 class RemoteAgent(BaseAgent):
-    """An agent behind a URL, with the chat, run and snapshot API of a local `Agent`.
+    """An agent served at a URL (by nb_agents or by Genkit), with the API of a local `Agent`.
 
-    Build it with `remote_agent`. It satisfies what `Chat` needs of an agent, so
-    ``remote.chat()`` gives the usual `Chat` (``send``, ``resume``, streaming,
-    ``detach``, ``abort`` and their ``_sync`` twins).
+    ``nba.remote_agent(url, ...)`` builds one. It satisfies what `Chat` needs of an
+    agent, so ``remote.chat()`` gives the usual `Chat` (``send``, ``resume``,
+    streaming, ``detach``, ``abort`` and their ``_sync`` twins).
+
+    Args:
+        url: The agent's turn endpoint, e.g. ``http://127.0.0.1:8000/bankingAgent``.
+        headers: Headers for every request: a mapping, or a function (sync or
+            async) called per request, e.g. to refresh a bearer token.
+        client: An `httpx.AsyncClient` to send with (its own settings apply; use
+            it from one event loop). By default each call opens its own.
+        get_snapshot_url: Defaults to ``{url}/getSnapshot``.
+        abort_url: Defaults to ``{url}/abort``.
+        name: The agent's name; defaults to the last segment of the URL path.
+        timeout: For the default clients: connect and write timeouts; reads
+            wait as long as the turn takes.
+
+    Example:
+        >>> import nb_agents as nba
+        >>> remote = nba.remote_agent("http://127.0.0.1:8000/bankingAgent")
+        >>> remote.name, remote.abort_url
+        ('bankingAgent', 'http://127.0.0.1:8000/bankingAgent/abort')
 
     Attributes:
         name: The agent's name (the last path segment of `url` unless given).
@@ -289,45 +307,8 @@ class RemoteAgent(BaseAgent):
         return PendingTurns(turn_from_wire(self, t) for t in found or [])
 
 
-def remote_agent(
-    url: str,
-    *,
-    headers: HeadersOption = None,
-    client: httpx.AsyncClient | None = None,
-    get_snapshot_url: str | None = None,
-    abort_url: str | None = None,
-    name: str | None = None,
-    timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT,
-) -> RemoteAgent:
-    """An agent served at `url` (by nb_agents or by Genkit), with the local chat API.
-
-    Args:
-        url: The agent's turn endpoint, e.g. ``http://127.0.0.1:8000/bankingAgent``.
-        headers: Headers for every request: a mapping, or a function (sync or
-            async) called per request, e.g. to refresh a bearer token.
-        client: An `httpx.AsyncClient` to send with (its own settings apply; use
-            it from one event loop). By default each call opens its own.
-        get_snapshot_url: Defaults to ``{url}/getSnapshot``.
-        abort_url: Defaults to ``{url}/abort``.
-        name: The agent's name; defaults to the last segment of the URL path.
-        timeout: For the default clients: connect and write timeouts; reads
-            wait as long as the turn takes.
-
-    Example:
-        >>> import nb_agents as nba
-        >>> remote = nba.remote_agent("http://127.0.0.1:8000/bankingAgent")
-        >>> remote.name, remote.abort_url
-        ('bankingAgent', 'http://127.0.0.1:8000/bankingAgent/abort')
-    """
-    return RemoteAgent(
-        url,
-        headers=headers,
-        client=client,
-        get_snapshot_url=get_snapshot_url,
-        abort_url=abort_url,
-        name=name,
-        timeout=timeout,
-    )
+remote_agent = RemoteAgent
+"""``nba.remote_agent(url, ...)``, the name DESIGN.md gives it: builds a `RemoteAgent`."""
 
 
 # -- the wire --------------------------------------------------------------------------

@@ -26,7 +26,30 @@ if TYPE_CHECKING:
 __all__ = ["AgentChunk", "AgentInterrupt", "AgentResponse"]
 
 
-class AgentResponse:
+class _Parts:
+    """``reasoning``, ``media`` and ``data``, read from the parts of the reply (or the chunk)."""
+
+    @property
+    def _parts(self) -> Sequence[Part]:
+        raise NotImplementedError
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning parts, joined ("" without any)."""
+        return "".join(p.reasoning for p in self._parts if p.reasoning is not None)
+
+    @property
+    def media(self) -> Media | None:
+        """The first media part (``url``, ``content_type``), or None."""
+        return next((p.media for p in self._parts if p.media is not None), None)
+
+    @property
+    def data(self) -> Any:
+        """The first data part (structured output), or None."""
+        return next((p.data for p in self._parts if p.data is not None), None)
+
+
+class AgentResponse(_Parts):
     """The result of one chat turn.
 
     Attributes:
@@ -77,19 +100,8 @@ class AgentResponse:
         return self.message.text if self.message is not None else ""
 
     @property
-    def reasoning(self) -> str:
-        """The reply's reasoning parts, joined ("" without any)."""
-        return _reasoning(self.message.content if self.message is not None else ())
-
-    @property
-    def media(self) -> Media | None:
-        """The reply's first media part (``url``, ``content_type``), or None."""
-        return _media(self.message.content if self.message is not None else ())
-
-    @property
-    def data(self) -> Any:
-        """The reply's first data part (structured output), or None."""
-        return _data(self.message.content if self.message is not None else ())
+    def _parts(self) -> Sequence[Part]:
+        return self.message.content if self.message is not None else ()
 
     @property
     def finish_message(self) -> str | None:
@@ -135,7 +147,7 @@ class AgentResponse:
         show(self)
 
 
-class AgentChunk:
+class AgentChunk(_Parts):
     """One streamed chunk of a chat turn.
 
     Attributes:
@@ -171,34 +183,11 @@ class AgentChunk:
         return interrupts_of(mc.interrupts()) if mc is not None else []
 
     @property
-    def reasoning(self) -> str:
-        """This chunk's reasoning parts, joined."""
-        return _reasoning(self.model_chunk.content if self.model_chunk is not None else ())
-
-    @property
-    def media(self) -> Media | None:
-        """This chunk's first media part, or None."""
-        return _media(self.model_chunk.content if self.model_chunk is not None else ())
-
-    @property
-    def data(self) -> Any:
-        """This chunk's first data part, or None."""
-        return _data(self.model_chunk.content if self.model_chunk is not None else ())
+    def _parts(self) -> Sequence[Part]:
+        return self.model_chunk.content if self.model_chunk is not None else ()
 
     def __repr__(self) -> str:
         kind = next(
             k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None
         )
         return f"AgentChunk({kind}, text={self.text!r})"
-
-
-def _reasoning(parts: Sequence[Part]) -> str:
-    return "".join(p.reasoning for p in parts if p.reasoning is not None)
-
-
-def _media(parts: Sequence[Part]) -> Media | None:
-    return next((p.media for p in parts if p.media is not None), None)
-
-
-def _data(parts: Sequence[Part]) -> Any:
-    return next((p.data for p in parts if p.data is not None), None)

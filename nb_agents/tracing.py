@@ -58,6 +58,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, Trac
 from . import __version__
 from ._engine import observe
 from ._engine.ownership import principal_of
+from .expiry import parse as parse_time
 from .interrupts import Interrupt
 from .tools import ToolFail
 
@@ -93,15 +94,8 @@ def provider_and_model(name: str) -> tuple[str, str]:
 
 
 def _iso_ns(iso: str | None) -> int | None:
-    if not iso:
-        return None
-    try:
-        when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1e9)
+    when = parse_time(iso)
+    return None if when is None else int(when.timestamp() * 1e9)
 
 
 class Instrumentation:

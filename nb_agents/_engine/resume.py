@@ -145,15 +145,20 @@ def validate_resume(
                 "answer from the latest response's interrupts."
             )
 
+    def entry(kind: str, part: Part) -> Part:
+        """The paused call that `part` (an answer of `kind`) answers, checked to be its answer."""
+        call = part.tool_request if kind == "restart" else part.tool_response
+        if call is None:
+            wanted = "toolRequest" if kind == "restart" else "toolResponse"
+            raise InvalidArgumentError(f"resume.{kind} entries must be {wanted} parts, got {part.to_json()}")
+        original = locate(kind, call.name, call.ref)
+        bound(kind, part, original, call.name, call.ref)
+        return original
+
     for part in resume.restart:
+        original = entry("restart", part)
         tr = part.tool_request
-        if tr is None:
-            raise InvalidArgumentError(
-                f"resume.restart entries must be toolRequest parts, got {part.to_json()}"
-            )
-        original = locate("restart", tr.name, tr.ref)
-        bound("restart", part, original, tr.name, tr.ref)
-        assert original.tool_request is not None
+        assert tr is not None and original.tool_request is not None
         meta = part.metadata or {}
         if "replacedInput" in meta:
             if canonical(meta["replacedInput"]) != canonical(original.tool_request.input):
@@ -213,13 +218,9 @@ def validate_resume(
             ) from exc
 
     for part in resume.respond:
+        original = entry("respond", part)
         resp = part.tool_response
-        if resp is None:
-            raise InvalidArgumentError(
-                f"resume.respond entries must be toolResponse parts, got {part.to_json()}"
-            )
-        original = locate("respond", resp.name, resp.ref)
-        bound("respond", part, original, resp.name, resp.ref)
+        assert resp is not None
         tool = tools.get(resp.name)
         # a call held for approval that the human denies never ran: the answer tells the
         # model so, it is not the tool's output, so the output schema does not apply

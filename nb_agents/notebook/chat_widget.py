@@ -29,6 +29,7 @@ from ..chat import Chat
 from ..errors import NbAgentsError
 from ..render import error_html, message_bundle, output_html, stream_html, tools_of
 from ..render._html import MUTED, esc
+from ..render.turns import tool_outputs
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
@@ -51,13 +52,7 @@ _BUBBLE = {
 
 def _with_results(msgs: list[Message]) -> list[Message]:
     """The messages to show, each tool call carrying its result (the tool messages are not shown)."""
-    results = {
-        (p.tool_response.name, p.tool_response.ref): p.tool_response.output
-        for m in msgs
-        if m.role == "tool"
-        for p in m.content
-        if p.tool_response is not None
-    }
+    results = tool_outputs(msgs)
 
     def shown(p: Part) -> Part:
         tr = p.tool_request

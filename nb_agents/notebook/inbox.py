@@ -41,6 +41,7 @@ from ..protocol import BaseAgent
 from ..render._html import BOX, MUTED, NO_TYPESET, badge, esc
 from ..render.deadline import deadline_words, time_left
 from ._bundle import WithStaticFallback
+from ._reading import FirstRead
 from .identity import local_user
 
 __all__ = ["Inbox", "InboxRow"]
@@ -108,7 +109,7 @@ class InboxRow(widgets.HBox):  # type: ignore[misc]  # ipywidgets ships no type 
         self.when.value = when_text(self.item)
 
 
-class Inbox(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """Every waiting interrupt of `agents`, as rows to answer in batches (see the module docstring).
 
     Args:
@@ -370,16 +371,6 @@ class Inbox(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidge
             cells.append(f'<div style="padding:4px 0">{row_html(it)}</div>')
         html = f'<div class="nba-inbox" style="{BOX}"><b>{esc(head)}</b>{"".join(cells)}</div>'
         return {"text/plain": "\n".join(lines), "text/html": html}
-
-    def __await__(self) -> Any:
-        """``await Inbox(...)``: the inbox once its first read is done."""
-
-        async def ready() -> Inbox:
-            if self.task is not None:
-                await self.task
-            return self
-
-        return ready().__await__()
 
     def __repr__(self) -> str:
         return f"Inbox(agents={[a.name for a in self.agents]!r}, rows={len(self.rows)})"

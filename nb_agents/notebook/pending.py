@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -29,6 +29,7 @@ from ..render._html import BOX, esc
 from ..responses import AgentResponse
 from ..types import AgentOutput
 from ._bundle import WithStaticFallback
+from ._reading import FirstRead
 from .controls import button
 from .view import TurnView
 
@@ -46,7 +47,7 @@ def turn_response(turn: PendingTurn) -> AgentResponse:
     return AgentResponse(out, chat=turn.chat())
 
 
-class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class PendingView(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """The paused turns of an agent, each as a `TurnView`.
 
     Args:
@@ -141,16 +142,6 @@ class PendingView(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ip
             + "".join(b["text/html"] for b in shown)
             + "</div>",
         }
-
-    def __await__(self) -> Generator[Any, None, PendingView]:
-        """``await pending(agent)``: the view once the paused turns are read."""
-
-        async def ready() -> PendingView:
-            if self.task is not None:
-                await self.task
-            return self
-
-        return ready().__await__()
 
     def __repr__(self) -> str:
         return f"PendingView(agent={self.agent.name!r}, turns={len(self.turns)})"

@@ -24,11 +24,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from .._sync import run
 from ..chat import Chat
+from ..expiry import parse as parse_time
 from ..nested import innermost, nested_answer
 from ..render.answers import answer_line, answer_verb
 from ..render.timeline import Step, Turn, Wait, timeline_html, timeline_text
@@ -40,16 +41,6 @@ __all__ = ["Step", "Timeline", "Turn", "Wait"]
 
 _ANSWERS = ("respond", "restart", "expired")
 MAX_DEPTH = 3  # sub-agents of sub-agents of sub-agents; deeper ones are summarised by their tool row
-
-
-def _parse(iso: str | None) -> datetime | None:
-    if not iso:
-        return None
-    try:
-        when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _steps(timing: dict[str, Any] | None) -> tuple[float | None, list[Step]]:
@@ -143,9 +134,11 @@ async def _turns(agent: Any, rows: Sequence[SessionSnapshot], context: bool, dep
         if i == 0 and (context or row.fork_of is not None):
             continue  # what the next turn goes on from; a fork's first row copies a pause, it never ran
         ms, steps = _steps(row.timing)
-        end = _parse(row.updated_at)
+        end = parse_time(row.updated_at)
         start = (
-            end - timedelta(milliseconds=ms) if end is not None and ms is not None else _parse(row.created_at)
+            end - timedelta(milliseconds=ms)
+            if end is not None and ms is not None
+            else parse_time(row.created_at)
         )
         messages = row.state.messages if row.state is not None else []
         prev = rows[i - 1] if i > 0 else None
@@ -165,7 +158,7 @@ async def _turns(agent: Any, rows: Sequence[SessionSnapshot], context: bool, dep
         if prev is not None and prev.finish_reason == "interrupted":
             answered = [r for r in audit if r.child_id == row.snapshot_id and r.kind in _ANSWERS]
             paused_end = (
-                None if prev.fork_of is not None else _parse(prev.updated_at)
+                None if prev.fork_of is not None else parse_time(prev.updated_at)
             )  # a fork waits from its copy
             turn.wait = Wait(paused_end, start, [(r.name, _answer_words(r)) for r in answered])
         turns.append(turn)

@@ -41,7 +41,27 @@ class Delivery:
 
 
 class Webhook:
-    """The ``on_pause`` hook `webhook` builds (see the module docstring).
+    """An ``on_pause`` hook that POSTs each pause to `url`, signed (see the module docstring).
+
+    ``nba.notify.webhook(url, secret=...)`` builds one.
+
+    Args:
+        url: The receiver.
+        secret: The signing secret (at least 16 bytes; ``whsec_<base64>`` as Standard Webhooks writes it).
+        public_url: The URL clients reach ``nb-agents serve`` at; with it each event
+            carries ``answerUrl``, a signed link to the pause's answer page.
+        link_ttl: How long an answer link stays valid.
+        answered_as: Who the audit names as answering through a link.
+        max_attempts: Tries per event (the first and its retries).
+        backoff: Seconds before the first retry; each next one waits twice as long.
+        timeout: Seconds one attempt may take.
+        transport: An httpx transport to send with (tests: `httpx.MockTransport`).
+
+    Example:
+        >>> hook = webhook("https://hooks.example/x", secret="s3cret-s3cret-s3cret",
+        ...                public_url="https://agents.example")
+        >>> hook.links is not None
+        True
 
     Attributes:
         url: Where events are POSTed.
@@ -159,49 +179,8 @@ class Webhook:
             d.done = True
 
 
-def webhook(
-    url: str,
-    *,
-    secret: str | bytes,
-    public_url: str | None = None,
-    link_ttl: timedelta = timedelta(hours=24),
-    answered_as: str = "answer-link",
-    max_attempts: int = 6,
-    backoff: float = 0.5,
-    timeout: float = 10.0,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> Webhook:
-    """An ``on_pause`` hook that POSTs each pause to `url`, signed (see the module docstring).
-
-    Args:
-        url: The receiver.
-        secret: The signing secret (at least 16 bytes; ``whsec_<base64>`` as Standard Webhooks writes it).
-        public_url: The URL clients reach ``nb-agents serve`` at; with it each event
-            carries ``answerUrl``, a signed link to the pause's answer page.
-        link_ttl: How long an answer link stays valid.
-        answered_as: Who the audit names as answering through a link.
-        max_attempts: Tries per event (the first and its retries).
-        backoff: Seconds before the first retry; each next one waits twice as long.
-        timeout: Seconds one attempt may take.
-        transport: An httpx transport to send with (tests: `httpx.MockTransport`).
-
-    Example:
-        >>> hook = webhook("https://hooks.example/x", secret="s3cret-s3cret-s3cret",
-        ...                public_url="https://agents.example")
-        >>> hook.links is not None
-        True
-    """
-    return Webhook(
-        url,
-        secret=secret,
-        public_url=public_url,
-        link_ttl=link_ttl,
-        answered_as=answered_as,
-        max_attempts=max_attempts,
-        backoff=backoff,
-        timeout=timeout,
-        transport=transport,
-    )
+webhook = Webhook
+"""``nba.notify.webhook(url, secret=...)``, the name DESIGN.md gives it: builds a `Webhook`."""
 
 
 def links_of(hook: Any) -> tuple[AnswerLinks, str] | None:

@@ -29,7 +29,7 @@ from ._html import MUTED, NO_TYPESET, badge, esc
 from .answers import answer_verb
 from .markdown import markdown_html
 from .summary import interrupt_summary, summary_html, value_words
-from .turns import interrupt_html, tool_result_html
+from .turns import interrupt_html, tool_outputs, tool_result_html
 
 __all__ = ["Answer", "Branch", "Comparison", "diff_html", "paused_calls", "shared_prefix", "similar", "told"]
 
@@ -266,13 +266,7 @@ class Comparison:
 
     def _tools_html(self, branch: Branch) -> str:
         after = self.after(branch)
-        results = {
-            (p.tool_response.name, p.tool_response.ref): p.tool_response.output
-            for m in after
-            if m.role == "tool"
-            for p in m.content
-            if p.tool_response is not None
-        }
+        results = tool_outputs(after)
         rows = []
         if self.pause is not None:  # the paused calls, as each branch settled them
             for p, ans in zip(paused_calls(self.pause), branch.answers, strict=False):

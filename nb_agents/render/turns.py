@@ -10,7 +10,7 @@ static mode). Everything model- or tool-written is escaped and never typeset.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..nested import sub_pause
@@ -37,6 +37,7 @@ __all__ = [
     "response_bundle",
     "response_text",
     "stream_html",
+    "tool_outputs",
     "tool_result_html",
     "tools_of",
 ]
@@ -68,6 +69,17 @@ class _FromAgent(Protocol):
 
     @property
     def agent(self) -> AgentProtocol | None: ...
+
+
+def tool_outputs(messages: Sequence[Message]) -> dict[tuple[str, str | None], Any]:
+    """The output of each tool call in `messages`, by the call's (name, ref)."""
+    return {
+        (p.tool_response.name, p.tool_response.ref): p.tool_response.output
+        for m in messages
+        if m.role == "tool"
+        for p in m.content
+        if p.tool_response is not None
+    }
 
 
 def tools_of(source: _FromAgent | None) -> Mapping[str, Any]:
@@ -229,13 +241,7 @@ def _turn_html(
     out: AgentOutput, tools: bool, interrupts: bool, known: Mapping[str, Any], toggle: bool = True
 ) -> str:
     msgs = turn_messages(out)
-    results = {
-        (p.tool_response.name, p.tool_response.ref): p.tool_response.output
-        for m in msgs
-        if m.role == "tool"
-        for p in m.content
-        if p.tool_response is not None
-    }
+    results = tool_outputs(msgs)
     paused = out.finish_reason == "interrupted"
     rows: list[str] = []
     for i, msg in enumerate(msgs):

@@ -300,6 +300,15 @@ class _AgentRoutes:
             check_fields(body["data"], fields, "data")
         return body, body["data"]
 
+    async def _ids(self, request: Request, verb: str, *names: tuple[str, str]) -> list[str]:
+        """The ids a companion endpoint takes in its ``data``, each named (camel, snake); all required."""
+        _, data = await self._data(request, fields=tuple(n for pair in names for n in pair))
+        found = [_id_field(data, *pair) if isinstance(data, dict) else None for pair in names]
+        if any(v is None for v in found):
+            wanted = ", ".join(f'"{camel}": "..."' for camel, _ in names)
+            raise RequestError(f'{verb} takes {{"data": {{{wanted}}}}}')
+        return [v for v in found if v is not None]
+
     async def turn(self, request: Request) -> ASGIApp:
         body, data = await self._data(request, ("data", "init", "config"))
         check_turn_fields(body)
@@ -352,10 +361,7 @@ class _AgentRoutes:
         return JSONResponse({"result": outgoing(wire, debug=self.debug)})
 
     async def abort(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request, fields=_SNAPSHOT_ID)
-        snapshot_id = _id_field(data, "snapshotId", "snapshot_id") if isinstance(data, dict) else None
-        if snapshot_id is None:
-            raise RequestError('abort takes {"data": {"snapshotId": "..."}}')
+        (snapshot_id,) = await self._ids(request, "abort", _SNAPSHOT_ID)
         previous = await self.agent.abort(snapshot_id, context=request.state.nba_context)
         result: dict[str, Any] = {"snapshotId": snapshot_id}
         if previous is not None:
@@ -363,10 +369,7 @@ class _AgentRoutes:
         return JSONResponse({"result": result})
 
     async def rules(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request, fields=_SESSION_ID)
-        session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
-        if session_id is None:
-            raise RequestError('rules takes {"data": {"sessionId": "..."}}')
+        (session_id,) = await self._ids(request, "rules", _SESSION_ID)
         found = await self.agent.rules(session_id, context=request.state.nba_context)
         return JSONResponse({"result": {"rules": [r.to_dict() for r in found]}})
 
@@ -387,10 +390,6 @@ class _AgentRoutes:
         )
 
     async def revoke_rule(self, request: Request) -> ASGIApp:
-        _, data = await self._data(request, fields=_SESSION_ID + _RULE_ID)
-        session_id = _id_field(data, "sessionId", "session_id") if isinstance(data, dict) else None
-        rule_id = _id_field(data, "ruleId", "rule_id") if isinstance(data, dict) else None
-        if session_id is None or rule_id is None:
-            raise RequestError('revokeRule takes {"data": {"sessionId": "...", "ruleId": "..."}}')
+        session_id, rule_id = await self._ids(request, "revokeRule", _SESSION_ID, _RULE_ID)
         rule = await self.agent.revoke_rule(session_id, rule_id, context=request.state.nba_context)
         return JSONResponse({"result": rule.to_dict()})

@@ -59,19 +59,34 @@ def tool(
     localns = caller_locals()
 
     def build(f: Callable[..., Any]) -> Tool:
-        tool_name = name or f.__name__
-        model, unpack, ctx_param, hints = signature_model(f, tool_name, set(), localns, ToolContext)
-        return Tool(
-            f,
-            name=tool_name,
-            description=_description(f, description),
-            input_model=model,
-            unpack_input=unpack,
-            output_type=hints.get("return", Any),
-            ctx_param=ctx_param,
-        )
+        return _tool(f, name or f.__name__, description, localns)
 
     return build(fn) if fn is not None else build
+
+
+def _tool(
+    f: Callable[..., Any],
+    name: str,
+    description: str | None,
+    localns: dict[str, Any],
+    *,
+    reply_param: str | None = None,
+    **extra: Any,
+) -> Tool:
+    """`f` as a `Tool`: its input model from its signature (less `reply_param`), its output type."""
+    skip = {reply_param} if reply_param is not None else set()
+    model, unpack, ctx_param, hints = signature_model(f, name, skip, localns, ToolContext)
+    return Tool(
+        f,
+        name=name,
+        description=_description(f, description),
+        input_model=model,
+        unpack_input=unpack,
+        output_type=hints.get("return", Any),
+        ctx_param=ctx_param,
+        reply_param=reply_param,
+        **extra,
+    )
 
 
 def define_interrupt(
@@ -165,19 +180,14 @@ def resumable_tool(
         ]
         if len(params) < 2:
             raise TypeError(f"resumable tool '{tool_name}' must take (input, reply); got parameters {params}")
-        reply_param = params[-1]
-        model, unpack, ctx_param, hints = signature_model(f, tool_name, {reply_param}, localns, ToolContext)
-        return Tool(
+        return _tool(
             f,
-            name=tool_name,
-            description=_description(f, description),
-            input_model=model,
-            unpack_input=unpack,
-            output_type=hints.get("return", Any),
+            tool_name,
+            description,
+            localns,
+            reply_param=params[-1],
             resume_type=resume,
             kind="resumable",
-            ctx_param=ctx_param,
-            reply_param=reply_param,
             expires_in=expires_in,
             on_expiry=on_expiry,
         )
