@@ -52,7 +52,7 @@ def test_approve_always_in_the_form_lets_the_next_identical_call_run_without_one
     lab.run_cell(1)
     lab.wait_for_output("Read table", cell=1)
     labels = [b.strip() for b in lab.cell(1).locator(".jp-OutputArea-output button").all_inner_texts()]
-    assert labels[:4] == ["Approve", "Approve always", "Edit arguments", "Deny"], labels
+    assert labels[:5] == ["Approve", "Approve always", "Edit arguments", "Cancel", "Deny"], labels
     lab.shot("form", cell=1)
 
     lab.click_button("Approve always", cell=1)
