@@ -180,11 +180,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         note = widgets.HTML(value=f'<div class="nba-chat-empty" style="{_EMPTY}">{words}</div>')
         buttons = []
         for text in examples:
-            button = widgets.Button(
-                description=text, tooltip=f"Send: {text}", layout=widgets.Layout(width="auto")
-            )
-            button.on_click(lambda _b, text=text: self.send(text))
-            buttons.append(button)
+            made = button(text, tooltip=f"Send: {text}")
+            made.on_click(lambda _b, text=text: self.send(text))
+            buttons.append(made)
         row = widgets.HBox(buttons, layout=widgets.Layout(flex_flow="row wrap"))
         return widgets.VBox([note, row], layout=widgets.Layout(padding="0 10px 6px"))
 

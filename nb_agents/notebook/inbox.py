@@ -42,6 +42,7 @@ from ..render._html import BOX, MUTED, NO_TYPESET, badge, esc
 from ..render.deadline import deadline_words, time_left
 from ._bundle import WithStaticFallback
 from ._reading import FirstRead
+from .controls import button
 from .identity import local_user
 
 __all__ = ["Inbox", "InboxRow"]
@@ -151,7 +152,7 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
         self._sending = False
         self._ticker: asyncio.Task[None] | None = None
         self.header = widgets.HTML("<i>reading what waits…</i>")
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
+        self.refresh_button = button("Refresh")
         self.refresh_button.on_click(lambda _: self._soon(self.refresh()))
         self.tool_filter = widgets.Dropdown(options=[("All tools", _ALL)], value=_ALL, description="Tool")
         self.agent_filter = widgets.Dropdown(
@@ -166,13 +167,12 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
         self.select_all = widgets.Checkbox(value=False, description="Select all shown", indent=False)
         self.select_all.observe(self._select_all, names="value")
         self.buttons = {
-            "approve": widgets.Button(description="Approve selected", button_style="success", icon="check"),
-            "deny": widgets.Button(description="Deny selected", button_style="danger", icon="times"),
-            "cancel": widgets.Button(description="Cancel selected", icon="ban"),
+            "approve": button("Approve selected", "success"),
+            "deny": button("Deny selected", "danger"),
+            "cancel": button("Cancel selected"),
         }
-        for verb, button in self.buttons.items():
-            button.layout.width = "auto"
-            button.on_click(lambda _b, verb=verb: self._soon(self.send(verb)))
+        for verb, made in self.buttons.items():
+            made.on_click(lambda _b, verb=verb: self._soon(self.send(verb)))
         self.reason = widgets.Text(placeholder="optional: why (the assistant reads it)")
         self.status = widgets.HTML()
         self.list_box = widgets.VBox()
@@ -356,8 +356,8 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
         return out
 
     def _lock(self, locked: bool) -> None:
-        for button in (*self.buttons.values(), self.refresh_button):
-            button.disabled = locked
+        for made in (*self.buttons.values(), self.refresh_button):
+            made.disabled = locked
 
     # -- the record ------------------------------------------------------------------------------
     def _static_bundle(self) -> dict[str, Any]:

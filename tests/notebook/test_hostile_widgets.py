@@ -32,7 +32,7 @@ from widget_helpers import widgets_of
 import nb_agents as nba
 from nb_agents.mcp.elicitation import elicitation_pause
 from nb_agents.middleware import ApprovalHold, ToolApproval
-from nb_agents.notebook import ChatWidget, TurnView, compare
+from nb_agents.notebook import ChatWidget, Inbox, TurnView, compare
 from nb_agents.notebook.pending import PendingView
 from nb_agents.testing import FunctionModel
 
@@ -444,7 +444,7 @@ async def test_an_expired_pause_a_fork_and_its_comparison_hold_no_live_markup(
     walk.check("told")
 
 
-async def test_pending_chat_widget_and_rules_tables_hold_no_live_markup(
+async def test_pending_inbox_chat_widget_and_rules_tables_hold_no_live_markup(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
@@ -457,6 +457,9 @@ async def test_pending_chat_widget_and_rules_tables_hold_no_live_markup(
     walk.bundle(await agent.pending(), "pending table")
     box = ChatWidget(chat)
     walk.tree(box, "chat")
+    inbox = await Inbox([agent])
+    assert inbox.rows, "the inbox lists the hostile pauses (the walk proves nothing otherwise)"
+    walk.tree(inbox, "inbox")
     hold = [i for i in res.interrupts if i.name == "payBill"][0]
     await chat.resume(restart=[hold.approve(always=True)], partial=True)
     walk.bundle(await chat.rules(), "rules table")
