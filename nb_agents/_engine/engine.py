@@ -19,7 +19,7 @@ from ..stores.base import AuditRecord, SessionStore, now_iso
 from ..types import AgentInit, AgentInput, AgentOutput, CallOptions, ChunkSink, Message, SessionSnapshot
 from .expiry import due_parts, has_deadline
 from .forking import fork_snapshot, forks_of
-from .invocation import Invocation, expire, invoke
+from .invocation import Invocation, expire
 from .limits import check_id
 from .loading import walk_back
 from .ownership import Action, visible
@@ -71,10 +71,14 @@ class Engine:
         on_chunk: ChunkSink | None = None,
         abort_signal: asyncio.Event | None = None,
     ) -> AgentOutput:
-        """Run one input; a failed turn is returned in-band."""
-        return await invoke(
-            self.spec, inp, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal
+        """Run one input as a one-shot invocation in the caller's task; a failed turn is returned in-band."""
+        inv = Invocation(
+            self.spec, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal, start=False
         )
+        if not inp.detach:
+            return await inv.run_one(inp)
+        inv.send(inp)  # a detach goes on in a task of its own
+        return await inv.run_inline()
 
     def open(
         self,

@@ -41,7 +41,7 @@ from .ownership import Action, visible
 from .spec import AgentSpec
 from .turn import Turn
 
-__all__ = ["Expired", "Invocation", "expire", "invoke"]
+__all__ = ["Expired", "Invocation", "expire"]
 
 _NO_OPTIONS = CallOptions()
 
@@ -343,23 +343,6 @@ class Invocation:
             )
             await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)  # issue 23: no task
-
-
-async def invoke(
-    spec: AgentSpec,
-    inp: AgentInput,
-    init: AgentInit,
-    *,
-    options: CallOptions = _NO_OPTIONS,
-    on_chunk: ChunkSink | None = None,
-    abort_signal: asyncio.Event | None = None,
-) -> AgentOutput:
-    """Run one input as a one-shot invocation, in the caller's task."""
-    inv = Invocation(spec, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal, start=False)
-    if not inp.detach:
-        return await inv.run_one(inp)
-    inv.send(inp)  # a detach goes on in a task of its own
-    return await inv.run_inline()
 
 
 @dataclass(frozen=True, slots=True)
