@@ -9,7 +9,9 @@ The agent is the seed's banking flow (a resumable transfer tool held for
 approval) on an `InMemorySessionStore` and the offline `FunctionModel`. A
 warm-up cycle runs first, so first-use imports and lazy builds are not counted.
 `sys.setprofile` sees every Python call; only functions defined under
-``nb_agents/`` count, each once per phase (distinct functions, not calls).
+``nb_agents/`` count, each once per phase (distinct functions, not calls), and
+only named ones (a comprehension, a generator expression or a lambda is listed
+with ``--functions`` but not counted).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from types import FrameType
@@ -69,7 +72,8 @@ class Tracer:
 
     @property
     def functions(self) -> int:
-        return sum(len(f) for f in self.seen.values())
+        """Named functions: comprehensions, generator expressions and lambdas are not counted."""
+        return sum(1 for names in self.seen.values() for n in names if not n.endswith(">"))
 
 
 async def cycle(agent: nba.Agent, tracers: tuple[Tracer, Tracer] | None = None) -> None:
@@ -99,10 +103,13 @@ def report(name: str, tracer: Tracer, functions: bool) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--functions", action="store_true", help="list every function")
+    parser.add_argument("--store", choices=["memory", "sqlite"], default="sqlite", help="the session store")
     args = parser.parse_args()
-    agent = nba.define_agent(
-        "bank", model=FunctionModel(respond), tools=[transfer], store=nba.InMemorySessionStore()
+    tmp = tempfile.TemporaryDirectory()
+    store: nba.SessionStore = (
+        nba.SqliteSessionStore(Path(tmp.name) / "trace.db") if args.store == "sqlite" else nba.InMemorySessionStore()
     )
+    agent = nba.define_agent("bank", model=FunctionModel(respond), tools=[transfer], store=store)
     await cycle(agent)  # warm-up: imports, schema builds, caches
     send, resume = Tracer(), Tracer()
     await cycle(agent, (send, resume))

@@ -33,6 +33,7 @@ __all__ = [
     "MessageCache",
     "decode_audit",
     "decode_snapshot",
+    "detached",
     "dump",
     "encode_meta",
     "encode_row",
@@ -77,22 +78,35 @@ def dump(value: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
     )
 
 
-def to_json(value: Any) -> str:
-    """Compact JSON, ASCII-escaped: pydantic-core's encoder rejects the lone
-    surrogates that a JavaScript client can send, and an escaped ``\\u0000``
-    fits in a text column that cannot hold a NUL."""
-    return json.dumps(
-        value, separators=(",", ":"), default=lambda v: dump(v) if isinstance(v, BaseModel) else str(v)
-    )
+# `to_json(value)`: compact JSON, ASCII-escaped: pydantic-core's encoder rejects the lone
+# surrogates that a JavaScript client can send, and an escaped ``\u0000`` fits in a text
+# column that cannot hold a NUL. One encoder for every call (what `json.dumps` builds per call).
+to_json: Callable[[Any], str] = json.JSONEncoder(
+    separators=(",", ":"), default=lambda v: dump(v) if isinstance(v, BaseModel) else str(v)
+).encode
 
 
 def messages_json(messages: Sequence[Message]) -> bytes:
     """Messages as JSON (UTF-8): what `to_json` writes, by pydantic-core's faster
     encoder unless a value needs `to_json`'s escapes."""
+    adapter = _ADAPTERS.get("messages") or _messages()
     try:
-        return _messages().dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
+        return adapter.dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
     except PydanticSerializationError:  # a lone surrogate
         return to_json([dump(m) for m in messages]).encode("ascii")
+
+
+def detached(snap: SessionSnapshot) -> SessionSnapshot:
+    """A copy of `snap` with lists of its own; the messages and artifacts in them are
+    shared (values nobody changes in place), so a copy costs a pointer per message."""
+    copy = snap.model_copy()
+    if snap.state is not None:
+        state = snap.state.model_copy()
+        # set as `model_copy(update=...)` sets fields, without marking them set
+        state.__dict__["messages"] = list(snap.state.messages)
+        state.__dict__["artifacts"] = list(snap.state.artifacts)
+        copy.__dict__["state"] = state
+    return copy
 
 
 def load_messages(text: str | bytes | None) -> list[Message]:

@@ -37,20 +37,22 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
-from ..errors import FailedPreconditionError, UnavailableError
-from ._base import BaseSessionStore
+from ..errors import FailedPreconditionError
+from ..types import SessionSnapshot
+from ._base import BaseSessionStore, with_effective_status
 from ._changes import shared
 from ._delta import MessageCache
+from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
 from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
-from .base import HEARTBEAT_TIMEOUT
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SqliteSessionStore"]
 
@@ -84,11 +86,9 @@ class _FileWriteLock:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.acquire = self._lock.acquire  # (blocking=True): the lock's own, no call in between
         self._guard = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-
-    def acquire(self, *, blocking: bool) -> bool:
-        return self._lock.acquire(blocking=blocking)
 
     def release(self) -> None:
         self._lock.release()
@@ -133,20 +133,6 @@ def _write_lock(path: str) -> _FileWriteLock:
         if found is None:
             found = _WRITE_LOCKS[key] = _FileWriteLock()
         return found
-
-
-class _BusyError(UnavailableError):
-    """Another writer of this process holds the database: don't block the loop waiting for it."""
-
-    def __init__(self) -> None:
-        super().__init__("another writer of this process holds the database")
-
-
-class _NotReadyError(FailedPreconditionError):
-    """The store must check its schema (first use, or in a forked child) before running on the loop."""
-
-    def __init__(self) -> None:
-        super().__init__("the store has not checked its schema in this process yet")
 
 
 class SqliteSessionStore(BaseSessionStore[Rows]):
@@ -196,6 +182,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._ready = False
         self._writes = 0
         self._cache = MessageCache()
+        self._fast = Fast(self._cache)  # the rows this process knows, and the calls on them
         self._write_lock = _write_lock(self.path)
 
     def __repr__(self) -> str:
@@ -210,69 +197,129 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         for conn in conns:
             conn.close()
         self._cache.clear()
+        self._fast.clear()
 
-    # -- where a transaction runs -------------------------------------------------
+    # -- the calls of an approval cycle: known rows first (`._sqlite_fast`) --------------
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        """The row with this id (``expired`` computed on read), or None."""
+        got = await self._call(False, self._fast.read, snapshot_id)
+        if isinstance(got, str):  # SLOW: its history takes a second query
+            return await super().get_snapshot(snapshot_id)
+        if got is not None and got.status in (None, "pending"):  # no status reads "completed"
+            return with_effective_status(got, self.heartbeat_timeout)
+        return got
+
+    async def save_snapshot(
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
+        if not add_rules:  # a save that adds session rules takes the general path, which locks them too
+            done = await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
+            if not isinstance(done, str):
+                self._changes.notify(snapshot_id)
+                return done
+        return await super().save_snapshot(
+            snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
+        )
+
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+        won = await self._call(True, self._fast.claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        if won is True:
+            if pending is not None:
+                self._changes.notify(child_id)
+            return None
+        return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
+
+    # -- where a call runs --------------------------------------------------------
     async def _run(
         self, write: bool, fn: Callable[Concatenate[Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
+        """``fn(rows, *args, **kwargs)`` in one transaction (the general path), where `_call` runs it."""
+        return await self._call(write, self._transaction, write, fn, args, kwargs)
+
+    async def _call(self, write: bool, body: Callable[..., T], /, *args: Any) -> T:
+        """``body(conn, *args)`` on a pooled connection: on the loop if the database is free, else
+        in a thread. `body` runs its own statements (one, or a transaction).
 
         A write that finds another writer of this process at work waits for it
         on the loop, then runs there; one that finds another process's writer
         (SQLite says busy) runs in a thread, which waits for the database. A
-        write that found the database busy never started (``BEGIN IMMEDIATE``
-        is its first statement), so its mutator runs once.
+        write that found the database busy wrote nothing (its first statement
+        was refused), so it runs again there.
         """
-        if self._ready and (not write or self._inline_writes):
-            self._writes += write
+        if self._ready and (not write or self._inline_writes) and self._pid == os.getpid():
+            lock = self._write_lock
             while True:
-                try:
-                    out = self._transaction(write, True, fn, args, kwargs)
-                except _NotReadyError:
-                    break
-                except _BusyError:
-                    await self._write_lock.released()
+                if write and not lock.acquire(False):
+                    await lock.released()
                     if not self._ready:
                         break
                     continue
+                try:
+                    with self._pool_lock:
+                        pool = self._pools[True]
+                        conn = pool.pop() if pool else None
+                    if conn is None:
+                        conn = self._connect(True)
+                    try:
+                        out = body(conn, *args)
+                    finally:
+                        self._release(conn, True)
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
                     break
-                if write and self._writes % _CHECKPOINT_EVERY == 0:
-                    await anyio.to_thread.run_sync(self._checkpoint)
+                finally:
+                    if write:
+                        lock.release()
+                if write:
+                    self._writes += 1
+                    if self._writes % _CHECKPOINT_EVERY == 0:
+                        await anyio.to_thread.run_sync(self._checkpoint)
                 return out
-        return await anyio.to_thread.run_sync(self._transaction, write, False, fn, args, kwargs)
+        return await anyio.to_thread.run_sync(self._blocking, write, body, args)
+
+    def _blocking(self, write: bool, body: Callable[..., T], args: Any) -> T:
+        """`_call`'s body in a worker thread: it waits for the write lock and the database."""
+        if write:
+            self._write_lock.acquire()
+        try:
+            with self._connection(False) as conn:
+                return body(conn, *args)
+        finally:
+            if write:
+                self._write_lock.release()
+
+    def _transaction(
+        self, conn: sqlite3.Connection, write: bool, fn: Callable[..., T], args: Any, kwargs: Any
+    ) -> T:
+        """``fn(rows, *args, **kwargs)`` in a transaction; what it read and wrote is kept once committed."""
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        rows = Rows(conn, self._cache)
+        try:
+            out: T = fn(rows, *args, **kwargs)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        for seq, rev, messages in rows.written:
+            self._cache.put(seq, rev, messages)
+        self._fast.remember(rows.seen)
+        return out
 
     def _checkpoint(self) -> None:
         """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop."""
         with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-
-    def _transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
-        """``fn(rows, *args, **kwargs)`` in a transaction (writes hold this process's write lock)."""
-        if not write:
-            return self._run_transaction(write, inline, fn, args, kwargs)
-        if not self._write_lock.acquire(blocking=not inline):
-            raise _BusyError
-        try:
-            return self._run_transaction(write, inline, fn, args, kwargs)
-        finally:
-            self._write_lock.release()
-
-    def _run_transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
-        with self._connection(inline) as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            rows = Rows(conn, self._cache)
-            try:
-                out: T = fn(rows, *args, **kwargs)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        for seq, rev, messages in rows.written:
-            self._cache.put(seq, rev, messages)
-        return out
 
     # -- connections --------------------------------------------------------------
     @contextmanager
@@ -287,8 +334,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
                 self._cache = MessageCache()
-            if inline and not self._ready:
-                raise _NotReadyError  # the schema check waits for locks: not on the loop
+                self._fast = Fast(self._cache)
             pool = self._pools[inline]
             conn = pool.pop() if pool else None
         if conn is None:
