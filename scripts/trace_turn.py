@@ -107,7 +107,9 @@ async def main() -> None:
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory()
     store: nba.SessionStore = (
-        nba.SqliteSessionStore(Path(tmp.name) / "trace.db") if args.store == "sqlite" else nba.InMemorySessionStore()
+        nba.SqliteSessionStore(Path(tmp.name) / "trace.db")
+        if args.store == "sqlite"
+        else nba.InMemorySessionStore()
     )
     agent = nba.define_agent("bank", model=FunctionModel(respond), tools=[transfer], store=store)
     await cycle(agent)  # warm-up: imports, schema builds, caches
