@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
@@ -30,6 +30,7 @@ from .base import AuditRecord
 
 __all__ = [
     "EncodedState",
+    "Histories",
     "MessageCache",
     "decode_audit",
     "decode_snapshot",
@@ -59,6 +60,7 @@ def _messages() -> TypeAdapter[list[Message]]:
 
 
 _AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
+_WIRE: dict[str, Any] = {"by_alias": True, "exclude_none": True, "exclude_unset": True}
 _CACHE_ROWS = 64
 _CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
 
@@ -130,9 +132,20 @@ def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
         i = operator.indexOf(map(operator.is_, new, old), False)
     except ValueError:
         return n
-    while i < n and (new[i] is old[i] or to_json(dump(new[i])) == to_json(dump(old[i]))):
+    while i < n and (new[i] is old[i] or _same(new[i], old[i])):
         i += 1
     return i
+
+
+def _same(a: Message, b: Message) -> bool:
+    """Whether two messages are the same as JSON. pydantic-core's JSON tells most that differ
+    at a fraction of the cost; `to_json`'s decides (told apart wrongly, a row only stores more)."""
+    try:
+        if a.model_dump_json(**_WIRE) != b.model_dump_json(**_WIRE):
+            return False
+    except PydanticSerializationError:  # a lone surrogate
+        pass
+    return to_json(dump(a)) == to_json(dump(b))
 
 
 def encode_meta(snap: SessionSnapshot, *, in_session: bool = False) -> str:
@@ -220,8 +233,16 @@ def decode_audit(text: str) -> AuditRecord:
     return AuditRecord(**{k: v for k, v in data.items() if k in _AUDIT_FIELDS})
 
 
+class Histories(Protocol):
+    """Where `history` finds and keeps rebuilt histories (`MessageCache`, or a store's own)."""
+
+    def get(self, seq: Hashable, rev: int) -> Sequence[Message] | None: ...
+
+    def put(self, seq: Hashable, rev: int, messages: Sequence[Message]) -> None: ...
+
+
 def history(
-    cache: MessageCache,
+    cache: Histories,
     seq: int,
     rev: int,
     has_base: bool,

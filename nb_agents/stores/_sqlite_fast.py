@@ -1,29 +1,30 @@
 """Known-row reads and writes of `SqliteSessionStore`: a store call in one statement, or a few.
 
-An approval cycle reads once and writes three times: the paused turn's new
-row, the claim with its child's pending row, and the child's final row
-(fenced, with its audit records). The general path (`._sqlite_rows` in a
-transaction of `sqlite.py`) looks up every id, session and reference it
-touches before it writes: ten or more statements a call. Here each call is
-one statement, or a short transaction of two to four, because this process
-already knows what the general path would look up (`Known`: the rows and
-sessions it wrote or read, decoded), and each statement checks that what it
-assumed still holds:
+An approval cycle reads twice (the paused row, the session's rules) and
+writes three times: the paused turn's new row, the claim with its child's
+pending row, and the child's final row (fenced, with its audit records). The
+general path (`._sqlite_rows` in a transaction of `sqlite.py`) looks up
+every id, session and reference it touches before it writes: ten or more
+statements a call. Here a call is one statement, or a short transaction of
+two to four, because this process already knows what the general path would
+look up (`Fast`: the rows and sessions it wrote or read, decoded), and each
+statement checks that what it assumed still holds:
 
-* a read is one ``SELECT`` (no transaction); a row this process knows at the
-  revision read (and its session's agent and owner as read) is answered from
-  what it knows, as a copy, without decoding;
+* a read is one ``SELECT`` outside a transaction; a row known here at the
+  revision read (and with its session's agent and owner as read) is
+  answered from what is known, as a copy, without decoding;
 * a save of an id this process has not seen runs the mutator on None and
-  inserts ``ON CONFLICT DO NOTHING``, with its session (``INSERT ... ON
-  CONFLICT DO UPDATE``) unless the session is known; a rows's ``seq`` (and a
-  new session's ``first``) is the next one, chosen in the statement;
+  inserts the row ``ON CONFLICT DO NOTHING``, with its session's row unless
+  the session is known; the row's ``seq`` (and a new session's ``first``) is
+  the next one, chosen in the statement;
 * a save of a known row without a history (a pending row) runs the mutator
-  on a copy of it and updates the row only ``WHERE rev`` is still the known
-  one: one statement, without ``BEGIN``, unless audit records go with it;
+  on a copy of it and updates the row only ``WHERE rev`` (and its session's
+  agent and owner) are still as known: one statement, without ``BEGIN``,
+  unless audit records go with it;
 * a fenced save finds the claim it names in its statement, and a history is
-  encoded against its parent (`._delta`'s rule) only when that is a row known
-  here with a history, still at the revision known;
-* a claim inserts its child's pending row and then itself ``WHERE NOT EXISTS``
+  encoded against its parent (`._delta`'s rule) only when that is a row
+  known here, checked in the statement to be at the revision known;
+* a claim inserts its child's pending row, then itself ``WHERE NOT EXISTS``
   another claim, in one transaction.
 
 Whatever does not hold (the row exists or was written meanwhile, the claim
@@ -31,20 +32,23 @@ moved, the base was rewritten, the row has a history, the mutator writes
 nothing, an audit record of another session) writes nothing, and the store
 takes the general path, which decides (and raises) as before. A mutator may
 so run twice, the first time on a copy (`SessionStore.save_snapshot` allows
-it). The rows written are the general path's, byte for byte; writers of this
-process are serialized by the store's write lock, and ``BEGIN IMMEDIATE``
-or a single statement serializes them with other processes.
+it). The rows written are the general path's, byte for byte. What a
+transaction wrote is known here only once it committed.
+
+`Fast` is also the store's cache of histories (`._delta.Histories`): a
+known row's messages, else the links the general path rebuilt.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
-from ..types import SessionSnapshot
+from ..types import Message, SessionSnapshot
 from ._base import apply_mutator
 from ._delta import MessageCache, detached, history
 from ._sqlite_codec import encode_digest, encode_id, pack_audit, pack_row, unpack_tail
@@ -77,12 +81,13 @@ _INSERT = """INSERT INTO snapshots
         (SELECT agent FROM sessions WHERE key = :key), (SELECT owner FROM sessions WHERE key = :key)"""
 _UPDATE = """UPDATE snapshots SET rev = rev + 1, created = :created, kind = :kind, meta = :meta,
         state = :state, base_len = :base_len, tail = :tail
-    WHERE seq = :seq AND rev = :rev AND {guard}
-    RETURNING (SELECT agent FROM sessions WHERE key = :key), (SELECT owner FROM sessions WHERE key = :key)"""
+    WHERE seq = :seq AND rev = :rev AND {guard}"""
 _FENCE = """EXISTS (SELECT 1 FROM claims
     WHERE snap IN (+(SELECT seq FROM snapshots WHERE id = :f_parent), :f_parent)
     AND child IN (+(SELECT seq FROM snapshots WHERE id = :f_child), :f_child) AND generation = :f_gen)"""
 _BASE = "EXISTS (SELECT 1 FROM snapshots WHERE seq = :b_seq AND rev = :b_rev)"
+_OWNERS = """(SELECT agent FROM sessions WHERE key = :key) IS :agent
+    AND (SELECT owner FROM sessions WHERE key = :key) IS :owner"""
 _ADOPT = "UPDATE snapshots SET parent = ? WHERE parent = ?"
 _UNLEAF = "UPDATE snapshots SET leaf = 0 WHERE id = ? AND session = ? AND leaf = 1"
 _CLAIM = """INSERT INTO claims (snap, digest, child, generation)
@@ -93,35 +98,48 @@ _CLAIM = """INSERT INTO claims (snap, digest, child, generation)
 _AUDIT_ROW = """(?, (SELECT coalesce(max(n), 0) FROM audit WHERE session = ?) + {n},
     coalesce(+(SELECT seq FROM snapshots WHERE id = ?), ?),
     coalesce(+(SELECT seq FROM snapshots WHERE id = ?), ?), ?)"""
-_GUARDS = {
-    (f, b): " AND ".join(g for g, on in ((_FENCE, f), (_BASE, b)) if on) or "1"
-    for f in (0, 1)
-    for b in (0, 1)
-}
-_INSERTS = {k: _INSERT.format(guard=g) for k, g in _GUARDS.items()}
-_UPDATES = {k: _UPDATE.format(guard=g) for k, g in _GUARDS.items()}
+_AUDIT = "INSERT INTO audit (session, n, snap, child, record) VALUES "
+_RULES = "SELECT r.rules FROM rules r JOIN sessions ss ON ss.key = r.session WHERE ss.id = ?"
+_RULES_BY_KEY = "SELECT rules FROM rules WHERE session = ?"
+
+
+def _statements(template: str, *guards: str) -> dict[tuple[bool, ...], str]:
+    """`template` with each combination of `guards` (in its ``WHERE``), by which are on."""
+    out = {}
+    for n in range(1 << len(guards)):
+        on = tuple(bool(n >> i & 1) for i in range(len(guards)))
+        out[on] = template.format(guard=" AND ".join(g for g, o in zip(guards, on, strict=True) if o) or "1")
+    return out
+
+
+_INSERTS = _statements(_INSERT, _FENCE, _BASE)
+_UPDATES = _statements(_UPDATE, _FENCE, _BASE, _OWNERS)
 
 
 class Fast:
-    """The known-row calls, each on a connection outside any transaction.
+    """The known-row calls (each on a connection outside any transaction), what they know,
+    and the store's histories by ``(seq, rev)``."""
 
-    Args:
-        cache: The store's histories by ``(seq, rev)``: rows written here go in.
-    """
-
-    def __init__(self, cache: MessageCache) -> None:
-        self.cache = cache
+    def __init__(self) -> None:
         self.rows: OrderedDict[str, _Known] = OrderedDict()
+        self._seqs: dict[Hashable, str] = {}  # seq -> id, of `rows`
         # session id -> (key, agent, owner): a session's agent and owner, once set, never change
         self.sessions: OrderedDict[str, tuple[int, str | None, str | None]] = OrderedDict()
+        self.histories = MessageCache()  # links of base chains the general path rebuilt
         self._messages = 0
         self._lock = threading.Lock()
 
-    def clear(self) -> None:
-        with self._lock:
-            self.rows.clear()
-            self.sessions.clear()
-            self._messages = 0
+    # -- what is known ----------------------------------------------------------------
+    def get(self, seq: Hashable, rev: int) -> Sequence[Message] | None:
+        """A row's history at revision `rev`, if it is known here (`._delta.Histories`)."""
+        snapshot_id = self._seqs.get(seq)
+        known = self.rows.get(snapshot_id) if snapshot_id is not None else None
+        if known is not None and known[1] == rev and known[5].state is not None:
+            return known[5].state.messages
+        return self.histories.get(seq, rev)
+
+    def put(self, seq: Hashable, rev: int, messages: Sequence[Message]) -> None:
+        self.histories.put(seq, rev, messages)
 
     def remember(self, seen: Sequence[Seen]) -> None:
         """Keep what a committed transaction read or wrote (the general path's, or one of these)."""
@@ -135,34 +153,53 @@ class Fast:
                     self._messages -= len(had[5].state.messages) if had[5].state is not None else 0
                 rows[snapshot_id] = (seq, rev, key, agent, owner, snap)
                 rows.move_to_end(snapshot_id)
+                self._seqs[seq] = snapshot_id
                 self._messages += len(snap.state.messages) if snap.state is not None else 0
                 if session_id is not None and key is not None:
                     self.sessions[session_id] = (key, agent, owner)
                     self.sessions.move_to_end(session_id)
             while len(rows) > _KEEP or (self._messages > _KEEP_MESSAGES and len(rows) > 1):
-                gone = rows.popitem(last=False)[1][5]
-                self._messages -= len(gone.state.messages) if gone.state is not None else 0
+                gone = rows.popitem(last=False)[1]
+                self._seqs.pop(gone[0], None)
+                self._messages -= len(gone[5].state.messages) if gone[5].state is not None else 0
             while len(self.sessions) > _KEEP_SESSIONS:
                 self.sessions.popitem(last=False)
 
-    # -- a read -----------------------------------------------------------------------
+    def clear(self) -> None:
+        with self._lock:
+            self.rows.clear()
+            self._seqs.clear()
+            self.sessions.clear()
+            self.histories.clear()
+            self._messages = 0
+
+    # -- reads ------------------------------------------------------------------------
     def read(self, conn: sqlite3.Connection, snapshot_id: str) -> SessionSnapshot | str | None:
         """The row (a copy), or None, in one statement; `SLOW` when its history needs another."""
         row = conn.execute(BY_ID, (encode_id(snapshot_id),)).fetchone()
         if row is None:
             return None
-        seq, rev, base_len, tail = row[0], row[1], row[2], row[3]
+        seq, rev, tail = row[0], row[1], row[3]
         known = self.rows.get(snapshot_id)
         if known is not None and known[:2] == (seq, rev) and known[3:5] == (row[13], row[14]):
             return detached(known[5])
-        if base_len is not None and self.cache.get(seq, rev) is None:
+        if row[2] is not None and self.get(seq, rev) is None:
             return SLOW  # its base chain takes a second query: in one transaction, the general path's
-        snap = decode_row(row, lambda: history(self.cache, seq, rev, False, tail, list, unpack_tail))
+        snap = decode_row(row, lambda: history(self, seq, rev, False, tail, list, unpack_tail))
         session_id = snap.session_id if row[9] is not None else None
         self.remember([(snapshot_id, seq, rev, session_id, row[9], row[13], row[14], detached(snap))])
         return snap
 
-    # -- a save -----------------------------------------------------------------------
+    def rules(self, conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules, in one statement."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            found = conn.execute(_RULES_BY_KEY, (session[0],)).fetchone()
+        else:
+            found = conn.execute(_RULES, (encode_id(session_id),)).fetchone()
+        return list(json.loads(found[0])) if found is not None else []
+
+    # -- writes -----------------------------------------------------------------------
     def save(
         self,
         conn: sqlite3.Connection,
@@ -173,141 +210,104 @@ class Fast:
     ) -> SessionSnapshot | str:
         """Write the row: what was written, or `SLOW` (nothing written)."""
         known = self.rows.get(snapshot_id)
-        if known is None:  # a row this process has not seen: a new one, or the general path's
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                new = apply_mutator(snapshot_id, None, mutator)
-                done = self._insert(conn, snapshot_id, new, fence) if new is not None else None
-                if done is not None and audit and not self._audit(conn, done, audit):
-                    done = None
-                conn.execute("COMMIT" if done is not None else "ROLLBACK")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            if done is None:
-                return SLOW
-            self.remember([done])
-            return done[7]
-        seq, rev, key, agent, owner, snap = known
-        if snap.state is not None:
+        if known is not None and known[5].state is not None:
             return SLOW  # a row with a history: rewriting it may move the rows built on it
-        current = detached(snap)
-        new = apply_mutator(snapshot_id, current, mutator)
-        if (
-            new is None
-            or new.session_id != current.session_id
-            or new.parent_id != current.parent_id
-            or (key is not None and agent is None and new.agent is not None)
-            or (key is not None and owner is None and new.owner is not None)
-        ):
-            return SLOW  # "write nothing", or a row that moves, decided on a copy: the general path decides
-        base = self._base(new, seq)
-        if isinstance(base, str):
-            return SLOW
-        (created, kind, meta, state, base_len, tail), messages = pack_row(
-            new, base[2] if base else None, in_session=key is not None
-        )
-        params: dict[str, Any] = {
-            "created": created, "kind": kind, "meta": meta, "state": state, "base_len": base_len,
-            "tail": tail, "seq": seq, "rev": rev, "key": key,
-        }  # fmt: skip
-        if fence is not None:
-            params.update(f_parent=encode_id(fence.parent_id), f_child=encode_id(fence.child_id))
-            params["f_gen"] = fence.generation
-        if base_len is not None:
-            assert base is not None
-            params.update(b_seq=base[0], b_rev=base[1])
-        sql = _UPDATES[fence is not None, base_len is not None]
-        if audit:
+        own = known is None or bool(audit)  # else one UPDATE, a transaction of its own
+        if own:
             conn.execute("BEGIN IMMEDIATE")
         try:
-            got = conn.execute(sql, params).fetchall()
-            written = (snapshot_id, seq, rev + 1, new.session_id, key, *got[0], new) if got else None
-            if written is not None and audit and not self._audit(conn, written, audit):
-                written = None
-            if conn.in_transaction:
-                conn.execute("COMMIT" if written is not None else "ROLLBACK")
+            done = self._save(conn, snapshot_id, known, mutator, audit, fence)
+            if own:
+                conn.execute("ROLLBACK" if isinstance(done, str) else "COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if written is None:
+        if isinstance(done, str):
             return SLOW
-        out = _with_session(new, written[5], written[6])
-        if messages is not None:
-            self.cache.put(seq, rev + 1, messages)
-        self.remember([(*written[:7], detached(out))])
-        return out
+        self.remember([done[1]])
+        return done[0]
 
-    # -- a claim ----------------------------------------------------------------------
     def claim(
         self, conn: sqlite3.Connection, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
     ) -> bool | str:
-        """Claim with the pending row in one transaction: True when this call won, else `SLOW`
+        """Claim, with the pending row, in one transaction: True when this call won, else `SLOW`
         (the claim was taken, or the child's row exists: the general path reads what is there)."""
-        if pending is not None and claim.child_id in self.rows:
-            return SLOW
-        params = {
-            "snap": encode_id(snapshot_id),
-            "digest": encode_digest(claim.digest),
-            "child": encode_id(claim.child_id),
-        }
+        params = {"snap": encode_id(snapshot_id), "digest": encode_digest(claim.digest)}
+        params["child"] = encode_id(claim.child_id)
         if pending is None:  # one statement
             return conn.execute(_CLAIM, params).rowcount == 1 or SLOW
+        if claim.child_id in self.rows:
+            return SLOW
         conn.execute("BEGIN IMMEDIATE")
         try:
-            done = self._insert(
-                conn, claim.child_id, apply_mutator(claim.child_id, None, lambda cur: pending)
-            )
-            won = done is not None and conn.execute(_CLAIM, params).rowcount == 1
+            done = self._save(conn, claim.child_id, None, lambda cur: pending, (), None)
+            won = not isinstance(done, str) and conn.execute(_CLAIM, params).rowcount == 1
             conn.execute("COMMIT" if won else "ROLLBACK")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if not won:
+        if isinstance(done, str) or not won:
             return SLOW
-        assert done is not None
-        self.remember([done])
+        self.remember([done[1]])
         return True
 
-    # -- one row ----------------------------------------------------------------------
-    def _insert(
+    def _save(
         self,
         conn: sqlite3.Connection,
         snapshot_id: str,
-        new: SessionSnapshot | None,
-        fence: Fence | None = None,
-    ) -> Seen | None:
-        """Insert `new` as a row with its session's (the connection holds the write lock, in a
-        transaction): what was written, or None when the row exists or a check did not hold."""
+        known: _Known | None,
+        mutator: SnapshotMutator,
+        audit: Sequence[AuditRecord],
+        fence: Fence | None,
+    ) -> tuple[SessionSnapshot, Seen] | str:
+        """Insert the row (`known` None) or update it, with its audit records, in the caller's
+        transaction: the row as it reads back and what to remember once committed, or `SLOW`."""
+        current = detached(known[5]) if known is not None else None
+        new = apply_mutator(snapshot_id, current, mutator)
         if new is None or new.parent_id == snapshot_id:
-            return None
-        base = self._base(new, None)
-        if isinstance(base, str):
-            return None
-        session_id, key = new.session_id, None
-        if session_id is not None:
+            return SLOW  # "write nothing" decided on a copy, or a row its own parent: the general path
+        session_id = new.session_id
+        if audit and (session_id is None or any(r.session_id != session_id for r in audit)):
+            return SLOW  # a record of another session interns it: the general path
+        parent = self.rows.get(new.parent_id) if new.parent_id is not None else None
+        state = new.state
+        base = None
+        if state is not None and new.parent_id is not None and "messages" in state.model_fields_set:
+            if parent is None:
+                return SLOW  # whether the parent is a base is the general path's to find out
+            if parent[5].state is not None and (known is None or parent[0] < known[0]):
+                base = parent
+        key = agent = owner = None
+        if known is not None:
+            assert current is not None
+            key, agent, owner = known[2], known[3], known[4]
+            if (
+                session_id != current.session_id
+                or new.parent_id != current.parent_id
+                or (key is not None and agent is None and new.agent is not None)
+                or (key is not None and owner is None and new.owner is not None)
+            ):
+                return SLOW  # a row that moves, or names its session's agent first: the general path
+        elif session_id is not None:
             session = self.sessions.get(session_id)
             if (
                 session is None
                 or (session[1] is None and new.agent is not None)
                 or (session[2] is None and new.owner is not None)
-            ):  # the session's row, with its agent and owner if it names none yet
+            ):
+                # the session's row, with the agent and owner it names if it names none yet
                 key = conn.execute(_SESSION, (encode_id(session_id), new.agent, new.owner)).fetchone()[0]
             else:
                 key = session[0]
-        parent = self.rows.get(new.parent_id) if new.parent_id is not None else None
-        (created, kind, meta, state, base_len, tail), messages = pack_row(
-            new, base[2] if base else None, in_session=key is not None
-        )
-        row_id = encode_id(snapshot_id)
-        parent_id = encode_id(new.parent_id) if new.parent_id is not None else None
+        (created, kind, meta, state_text, base_len, tail), _ = pack_row(
+            new, base[5].state.messages if base is not None and base[5].state is not None else None,
+            in_session=key is not None,
+        )  # fmt: skip
         params: dict[str, Any] = {
-            "id": row_id, "key": key, "parent_seq": parent[0] if parent else None, "parent": parent_id,
-            "created": created, "kind": kind, "meta": meta, "state": state, "base_len": base_len,
-            "tail": tail,
+            "created": created, "kind": kind, "meta": meta, "state": state_text, "base_len": base_len,
+            "tail": tail, "key": key,
         }  # fmt: skip
         if fence is not None:
             params.update(f_parent=encode_id(fence.parent_id), f_child=encode_id(fence.child_id))
@@ -315,51 +315,34 @@ class Fast:
         if base_len is not None:
             assert base is not None
             params.update(b_seq=base[0], b_rev=base[1])
-        got = conn.execute(_INSERTS[fence is not None, base_len is not None], params).fetchall()
-        if not got:
-            return None
-        seq, adopted, agent, owner = got[0]
-        if adopted:  # rows written before this one named it: adopted, as the general path does
-            conn.execute(_ADOPT, (seq, row_id))
-            conn.execute(RELEAF, (seq,))
-        if parent_id is not None and key is not None and (parent is None or parent[2] == key):
-            conn.execute(_UNLEAF, (parent_id, key))
-        if messages is not None:
-            self.cache.put(seq, 1, messages)
-        out = _with_session(new, agent, owner)
-        return (snapshot_id, seq, 1, session_id, key, agent, owner, detached(out))
-
-    def _base(self, new: SessionSnapshot, own_seq: int | None) -> tuple[int, int, list[Any]] | str | None:
-        """The parent to encode `new`'s history against, as ``(seq, rev, messages)``: a known row
-        with a history, older than `new`'s; None (no base), or `SLOW` (a parent not known here)."""
-        state = new.state
-        if state is None or new.parent_id is None or "messages" not in state.model_fields_set:
-            return None
-        parent = self.rows.get(new.parent_id)
-        if parent is None:
-            return SLOW
-        if parent[5].state is None or (own_seq is not None and parent[0] >= own_seq):
-            return None
-        return parent[0], parent[1], parent[5].state.messages
-
-    def _audit(self, conn: sqlite3.Connection, written: Seen, audit: Sequence[AuditRecord]) -> bool:
-        """Append the records of a write of a row in their session, in its transaction (False:
-        a record of another session, left to the general path)."""
-        session_id, key = written[3], written[4]
-        if key is None or any(r.session_id != session_id for r in audit):
-            return False
-        rows: list[str] = []
-        params: list[Any] = []
-        for n, rec in enumerate(audit, 1):
-            rows.append(_AUDIT_ROW.format(n=n))
-            snap, child = encode_id(rec.snapshot_id), encode_id(rec.child_id)
-            params += (key, key, snap, snap, child, child, pack_audit(rec))
-        conn.execute(f"INSERT INTO audit (session, n, snap, child, record) VALUES {', '.join(rows)}", params)
-        return True
-
-
-def _with_session(new: SessionSnapshot, agent: str | None, owner: str | None) -> SessionSnapshot:
-    """`new` as it reads back: with its session's agent and owner (when the session names them)."""
-    if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
-        return new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
-    return new
+        if known is not None:  # the row, where it is still as known
+            seq, rev = known[0], known[1] + 1
+            params.update(seq=known[0], rev=known[1], agent=agent, owner=owner)
+            sql = _UPDATES[fence is not None, base_len is not None, key is not None]
+            if conn.execute(sql, params).rowcount != 1:
+                return SLOW
+        else:
+            row_id = encode_id(snapshot_id)
+            parent_id = encode_id(new.parent_id) if new.parent_id is not None else None
+            params.update(id=row_id, parent=parent_id, parent_seq=parent[0] if parent is not None else None)
+            got = conn.execute(_INSERTS[fence is not None, base_len is not None], params).fetchall()
+            if not got:
+                return SLOW  # the row exists, or a check did not hold
+            seq, adopted, agent, owner = got[0]
+            rev = 1
+            if adopted:  # rows written before this one named it: adopted, as the general path does
+                conn.execute(_ADOPT, (seq, row_id))
+                conn.execute(RELEAF, (seq,))
+            if parent_id is not None and key is not None and (parent is None or parent[2] == key):
+                conn.execute(_UNLEAF, (parent_id, key))
+        if audit:
+            values: list[str] = []
+            args: list[Any] = []
+            for n, rec in enumerate(audit, 1):
+                values.append(_AUDIT_ROW.format(n=n))
+                snap_ref, child_ref = encode_id(rec.snapshot_id), encode_id(rec.child_id)
+                args += (key, key, snap_ref, snap_ref, child_ref, child_ref, pack_audit(rec))
+            conn.execute(_AUDIT + ", ".join(values), args)
+        if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
+            new = new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
+        return new, (snapshot_id, seq, rev, session_id, key, agent, owner, detached(new))

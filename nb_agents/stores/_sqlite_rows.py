@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..types import Message, SessionSnapshot, SessionState
-from ._delta import MessageCache, detached, history, shared_prefix, to_json
+from ._delta import Histories, detached, history, shared_prefix, to_json
 from ._sqlite_codec import (
     Id,
     decode_digest,
@@ -98,7 +98,7 @@ class Rows:
             for the store to cache once the transaction committed.
     """
 
-    def __init__(self, conn: sqlite3.Connection, cache: MessageCache) -> None:
+    def __init__(self, conn: sqlite3.Connection, cache: Histories) -> None:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []

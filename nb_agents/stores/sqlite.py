@@ -48,7 +48,6 @@ from ..errors import FailedPreconditionError
 from ..types import SessionSnapshot
 from ._base import BaseSessionStore, with_effective_status
 from ._changes import shared
-from ._delta import MessageCache
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
 from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
@@ -86,16 +85,22 @@ class _FileWriteLock:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.acquire = self._lock.acquire  # (blocking=True): the lock's own, no call in between
+        # the lock's own methods, no call in between: ``acquire(blocking=True)``, and
+        # ``unlock()``, which `release` follows with `wake` when a loop waits
+        self.acquire = self._lock.acquire
+        self.unlock = self._lock.release
         self._guard = threading.Lock()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def release(self) -> None:
-        self._lock.release()
-        if not self._waiters:  # a waiter added meanwhile sees the lock free (see `released`)
-            return
+        self.unlock()
+        if self.waiters:  # a waiter added meanwhile sees the lock free (see `released`)
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake the loops that wait for the lock (`released`)."""
         with self._guard:
-            waiters, self._waiters = self._waiters, []
+            waiters, self.waiters = self.waiters, []
         for loop, fut in waiters:
             with contextlib.suppress(RuntimeError):  # its loop was closed
                 loop.call_soon_threadsafe(_wake, fut)
@@ -105,7 +110,7 @@ class _FileWriteLock:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         with self._guard:
-            self._waiters.append((loop, fut))
+            self.waiters.append((loop, fut))
         if self._lock.locked():
             await fut
 
@@ -181,8 +186,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
         self._writes = 0
-        self._cache = MessageCache()
-        self._fast = Fast(self._cache)  # the rows this process knows, and the calls on them
+        self._fast = Fast()  # the rows this process knows, the calls on them, the histories
         self._write_lock = _write_lock(self.path)
 
     def __repr__(self) -> str:
@@ -196,7 +200,6 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                 pool.clear()
         for conn in conns:
             conn.close()
-        self._cache.clear()
         self._fast.clear()
 
     # -- the calls of an approval cycle: known rows first (`._sqlite_fast`) --------------
@@ -239,6 +242,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             return None
         return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
 
+    async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules as they are now, oldest first."""
+        return await self._call(False, self._fast.rules, session_id)
+
     # -- where a call runs --------------------------------------------------------
     async def _run(
         self, write: bool, fn: Callable[Concatenate[Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -265,22 +272,29 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                         break
                     continue
                 try:
+                    pool = self._pools[True]
                     with self._pool_lock:
-                        pool = self._pools[True]
                         conn = pool.pop() if pool else None
                     if conn is None:
                         conn = self._connect(True)
                     try:
                         out = body(conn, *args)
                     finally:
-                        self._release(conn, True)
+                        with self._pool_lock:
+                            kept = not conn.in_transaction and len(pool) < _POOL_MAX
+                            if kept:
+                                pool.append(conn)
+                        if not kept:
+                            self._release(conn, True)
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
                     break
                 finally:
                     if write:
-                        lock.release()
+                        lock.unlock()
+                        if lock.waiters:
+                            lock.wake()
                 if write:
                     self._writes += 1
                     if self._writes % _CHECKPOINT_EVERY == 0:
@@ -304,7 +318,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
     ) -> T:
         """``fn(rows, *args, **kwargs)`` in a transaction; what it read and wrote is kept once committed."""
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        rows = Rows(conn, self._cache)
+        rows = Rows(conn, self._fast)
         try:
             out: T = fn(rows, *args, **kwargs)
         except BaseException:
@@ -312,7 +326,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             raise
         conn.execute("COMMIT")
         for seq, rev, messages in rows.written:
-            self._cache.put(seq, rev, messages)
+            self._fast.put(seq, rev, messages)
         self._fast.remember(rows.seen)
         return out
 
@@ -333,8 +347,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                 self._pid, self._ready = os.getpid(), False
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
-                self._cache = MessageCache()
-                self._fast = Fast(self._cache)
+                self._fast = Fast()
             pool = self._pools[inline]
             conn = pool.pop() if pool else None
         if conn is None:
