@@ -132,20 +132,18 @@ def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
         i = operator.indexOf(map(operator.is_, new, old), False)
     except ValueError:
         return n
-    while i < n and (new[i] is old[i] or _same(new[i], old[i])):
+    while i < n:
+        a, b = new[i], old[i]
+        if a is not b:
+            try:  # pydantic-core's JSON tells most messages that differ apart, at a fraction of the cost
+                if a.model_dump_json(**_WIRE) != b.model_dump_json(**_WIRE):
+                    break
+            except PydanticSerializationError:  # a lone surrogate: `to_json` decides
+                pass
+            if to_json(dump(a)) != to_json(dump(b)):  # told apart wrongly above, a row only stores more
+                break
         i += 1
     return i
-
-
-def _same(a: Message, b: Message) -> bool:
-    """Whether two messages are the same as JSON. pydantic-core's JSON tells most that differ
-    at a fraction of the cost; `to_json`'s decides (told apart wrongly, a row only stores more)."""
-    try:
-        if a.model_dump_json(**_WIRE) != b.model_dump_json(**_WIRE):
-            return False
-    except PydanticSerializationError:  # a lone surrogate
-        pass
-    return to_json(dump(a)) == to_json(dump(b))
 
 
 def encode_meta(snap: SessionSnapshot, *, in_session: bool = False) -> str:

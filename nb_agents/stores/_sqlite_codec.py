@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from ..types import Message, SessionSnapshot
+from ..types import Message, SessionSnapshot, SessionState
 from ._delta import load_messages, messages_json, shared_prefix, to_json
 from .base import AuditRecord
 
 __all__ = [
     "Id",
+    "Ref",
     "decode_digest",
     "decode_id",
     "decode_time",
@@ -47,13 +48,33 @@ __all__ = [
     "pack_audit",
     "pack_row",
     "pack_tail",
+    "ref_id",
     "unpack_audit",
     "unpack_meta",
+    "unpack_row",
     "unpack_state",
     "unpack_tail",
 ]
 
 Id = str | bytes  # an id as stored: text, or a UUID's 16 bytes
+Ref = int | Id  # a snapshot as referenced: its row's seq, or its encoded id when it has no row
+
+# A row as read (`._sqlite_rows.BY_ID`): its columns ``seq, rev, base_len, tail, state,
+# created, kind, meta, id, session, parent``, then the parent's id, the session's id,
+# agent and owner; `unpack_row` reads these.
+_TAIL, _STATE, _CREATED, _KIND, _META, _ID, _PARENT, _PARENT_ID, _SESSION_ID, _AGENT, _OWNER = (
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    10,
+    11,
+    12,
+    13,
+    14,
+)
 
 _EPOCH = datetime(1970, 1, 1)  # naive: stored times are UTC
 _MS = timedelta(milliseconds=1)
@@ -294,3 +315,35 @@ def unpack_audit(text: str, session_id: str, snapshot_id: str, child_id: str) ->
         session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by, claimed,
         decision, ran,
     )  # fmt: skip
+
+
+# -- a row as read ----------------------------------------------------------------------
+def unpack_row(row: Sequence[Any], messages: Callable[[], list[Message]]) -> SessionSnapshot:
+    """A snapshot from a row as read; `messages` rebuilds its history (asked only when
+    the row has a tail)."""
+    wire = unpack_meta(row[_CREATED], row[_KIND], row[_META])
+    wire["snapshotId"] = decode_id(row[_ID])
+    session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
+    if session_id is not None:
+        wire["sessionId"] = session_id
+    if row[_PARENT] is not None:
+        wire["parentId"] = ref_id(row[_PARENT], row[_PARENT_ID])
+    if row[_AGENT] is not None:
+        wire["agent"] = row[_AGENT]
+    if row[_OWNER] is not None:
+        wire["owner"] = row[_OWNER]
+    if row[_STATE] is not None:
+        state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
+        if row[_TAIL] is not None:
+            # set after validation, which would check each message again: O(1), not O(history)
+            state.messages = messages()
+        wire["state"] = state
+    return SessionSnapshot.model_validate(wire)
+
+
+def ref_id(ref: Ref, row_id: Id | None) -> str:
+    """The id a reference names: the joined row's id for a seq, else the stored id."""
+    if isinstance(ref, int):
+        assert row_id is not None, "a reference to a row that is gone"
+        return decode_id(row_id)
+    return decode_id(ref)

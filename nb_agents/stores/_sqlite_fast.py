@@ -51,8 +51,8 @@ from typing import Any, Final
 from ..types import Message, SessionSnapshot
 from ._base import apply_mutator
 from ._delta import MessageCache, detached, history
-from ._sqlite_codec import encode_digest, encode_id, pack_audit, pack_row, unpack_tail
-from ._sqlite_rows import BY_ID, RELEAF, Seen, decode_row
+from ._sqlite_codec import encode_digest, encode_id, pack_audit, pack_row, unpack_row, unpack_tail
+from ._sqlite_rows import BY_ID, RELEAF, Seen
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "Fast"]
@@ -185,7 +185,7 @@ class Fast:
             return detached(known[5])
         if row[2] is not None and self.get(seq, rev) is None:
             return SLOW  # its base chain takes a second query: in one transaction, the general path's
-        snap = decode_row(row, lambda: history(self, seq, rev, False, tail, list, unpack_tail))
+        snap = unpack_row(row, lambda: history(self, seq, rev, False, tail, list, unpack_tail))
         session_id = snap.session_id if row[9] is not None else None
         self.remember([(snapshot_id, seq, rev, session_id, row[9], row[13], row[14], detached(snap))])
         return snap

@@ -1,7 +1,9 @@
 """The queries of `SqliteSessionStore` on its tables (`._sqlite_schema`).
 
 `Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
-that the store opened on one connection; it never commits. A row's agent and
+that the store opened on one connection; it never commits, and keeps what it
+read and wrote (`Rows.seen`, `Rows.written`) for the store to remember once
+the transaction committed (`._sqlite_fast.Fast`). A row's agent and
 owner are its session's (a row without a session keeps them in its
 ``meta``): the first row that names them sets them, and a row saved with
 others reads back with the session's.
@@ -25,13 +27,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..types import Message, SessionSnapshot, SessionState
+from ..types import Message, SessionSnapshot
 from ._delta import Histories, detached, history, shared_prefix, to_json
 from ._sqlite_codec import (
     Id,
+    Ref,
     decode_digest,
     decode_id,
     decode_time,
@@ -40,14 +43,14 @@ from ._sqlite_codec import (
     pack_audit,
     pack_row,
     pack_tail,
+    ref_id,
     unpack_audit,
-    unpack_meta,
-    unpack_state,
+    unpack_row,
     unpack_tail,
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["BY_ID", "RELEAF", "Rows", "Seen", "decode_row"]
+__all__ = ["BY_ID", "RELEAF", "Rows", "Seen"]
 
 # A row as read: the stored columns, then the parent's and the session's ids, the session's agent and owner.
 _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,
@@ -78,14 +81,12 @@ _AUDIT = """SELECT a.record, a.snap, s.id, a.child, c.id FROM audit a
     LEFT JOIN snapshots c ON typeof(a.child) = 'integer' AND c.seq = a.child
     WHERE a.session = ? ORDER BY a.n"""
 
-Ref = int | Id  # a snapshot as referenced: its seq, or its encoded id when it has no row
 # A row a transaction read or wrote, as it reads back: (id, seq, rev, session id, session key,
 # the session's agent and owner (None, None without a session), the snapshot (the transaction's own copy)).
 Seen = tuple[str, int, int, str | None, int | None, str | None, str | None, SessionSnapshot]
 
-# Indexes into a row as `_SELECT` reads it.
-_SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _CREATED, _KIND, _META, _ID = range(9)
-_SESSION, _PARENT, _PARENT_ID, _SESSION_ID, _AGENT, _OWNER = range(9, 15)
+# Indexes into a row as `_SELECT` reads it (the layout `unpack_row` reads).
+_SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _ID, _SESSION, _PARENT, _AGENT, _OWNER = 0, 1, 2, 3, 4, 8, 9, 10, 13, 14
 
 
 class Rows:
@@ -136,7 +137,7 @@ class Rows:
         if key is None:
             return []
         return [
-            unpack_audit(record, session_id, _ref_id(snap, snap_id), _ref_id(child, child_id))
+            unpack_audit(record, session_id, ref_id(snap, snap_id), ref_id(child, child_id))
             for record, snap, snap_id, child, child_id in self.conn.execute(_AUDIT, (key,))
         ]
 
@@ -162,14 +163,14 @@ class Rows:
         if new.parent_id is not None and parent is not None:
             self._known[new.parent_id] = parent
         if session is None:
-            self._note(snapshot_id, seq, rev, None, None, None, None, new)
+            self.seen.append((snapshot_id, seq, rev, None, None, None, None, detached(new)))
             return new
         if new.session_id is not None:
             self._sessions[new.session_id] = session
         agent, owner = self._owners[session]
         if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
             new = new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
-        self._note(snapshot_id, seq, rev, new.session_id, session, agent, owner, new)
+        self.seen.append((snapshot_id, seq, rev, new.session_id, session, agent, owner, detached(new)))
         return new
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
@@ -299,33 +300,22 @@ class Rows:
             )
 
     def _decode(self, row: Any) -> SessionSnapshot:
-        snap = decode_row(row, lambda: self._messages(row))
-        session_id = snap.session_id if row[_SESSION] is not None else None
-        self._note(
-            decode_id(row[_ID]),
-            row[_SEQ],
-            row[_REV],
-            session_id,
-            row[_SESSION],
-            row[_AGENT],
-            row[_OWNER],
-            snap,
+        """The row as a snapshot; what was read is kept in `seen` (a copy: the caller may change its own)."""
+        snap = unpack_row(row, lambda: self._messages(row))
+        session_id, key = snap.session_id if row[_SESSION] is not None else None, row[_SESSION]
+        self.seen.append(
+            (
+                decode_id(row[_ID]),
+                row[_SEQ],
+                row[_REV],
+                session_id,
+                key,
+                row[_AGENT],
+                row[_OWNER],
+                detached(snap),
+            )
         )
         return snap
-
-    def _note(
-        self,
-        snapshot_id: str,
-        seq: int,
-        rev: int,
-        session_id: str | None,
-        session: int | None,
-        agent: str | None,
-        owner: str | None,
-        snap: SessionSnapshot,
-    ) -> None:
-        """Keep what a read or a write found (a copy: the caller may change what it is handed)."""
-        self.seen.append((snapshot_id, seq, rev, session_id, session, agent, owner, detached(snap)))
 
     def _messages(self, row: Any) -> list[Message]:
         """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
@@ -394,34 +384,3 @@ class Rows:
             had_owner if had_owner is not None else owner,
         )
         return key, first
-
-
-def decode_row(row: Any, messages: Callable[[], list[Message]]) -> SessionSnapshot:
-    """A snapshot from a row as `BY_ID` reads it; `messages` rebuilds its history (asked
-    only when the row has a tail)."""
-    wire = unpack_meta(row[_CREATED], row[_KIND], row[_META])
-    wire["snapshotId"] = decode_id(row[_ID])
-    session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
-    if session_id is not None:
-        wire["sessionId"] = session_id
-    if row[_PARENT] is not None:
-        wire["parentId"] = _ref_id(row[_PARENT], row[_PARENT_ID])
-    if row[_AGENT] is not None:
-        wire["agent"] = row[_AGENT]
-    if row[_OWNER] is not None:
-        wire["owner"] = row[_OWNER]
-    if row[_STATE] is not None:
-        state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
-        if row[_TAIL] is not None:
-            # set after validation, which would check each message again: O(1), not O(history)
-            state.messages = messages()
-        wire["state"] = state
-    return SessionSnapshot.model_validate(wire)
-
-
-def _ref_id(ref: Ref, row_id: Id | None) -> str:
-    """The id a reference names: the joined row's id for a seq, else the stored id."""
-    if isinstance(ref, int):
-        assert row_id is not None, "a reference to a row that is gone"
-        return decode_id(row_id)
-    return decode_id(ref)

@@ -1,25 +1,30 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
-This module owns the store's connections and transactions and where they run;
-the tables are `._sqlite_schema`'s, the queries `._sqlite_rows`', the compact values
-`._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
+This module owns the store's connections and where its calls run; the
+calls of an approval cycle on rows this process knows are `._sqlite_fast`'s
+(a read, a save, a claim: one statement, or a short transaction), every
+other call the general path's: the queries of `._sqlite_rows` in one
+transaction, under the rules every store shares (`BaseSessionStore`). The
+tables are `._sqlite_schema`'s, the compact values `._sqlite_codec`'s. A
 turn writes bytes in proportion to what it adds: a row keeps only the
 messages its turn added on top of its parent's, and a read rebuilds the
 history with one recursive query over that chain.
 
-Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
-processes on the same file serialize). A short transaction runs right on the
-calling event loop with a busy timeout of 0: when a writer of this process
-holds the database (a worker thread's), a write waits for it on the loop and
-then runs there; when another process's does, SQLite answers "busy" at once,
-and the operation runs again in a worker thread that waits for the lock (up
-to 30 s). Only a transaction that committed is cached. So a turn costs no
-thread hops unless another process contends; and the loop never blocks on a
-lock, on an fsync (``synchronous="FULL"`` writes, and the periodic WAL
-checkpoint, run in the thread), or on another process. The database runs in WAL mode: readers
-never wait for the writer. Pooled connections are closed by `close`, or when
-the store is garbage-collected, or at interpreter exit; a forked child keeps
-the ones it inherited referenced and unused (SQLite forbids using them there).
+Every call is atomic (a single statement, or a transaction; writes under
+``BEGIN IMMEDIATE``, so two processes on the same file serialize). A call
+runs right on the calling event loop with a busy timeout of 0: when a
+writer of this process holds the database (a worker thread's), a write
+waits for it on the loop and then runs there; when another process's does,
+SQLite answers "busy" at once, and the call runs again in a worker thread
+that waits for the lock (up to 30 s). Only what committed is remembered. So
+a turn costs no thread hops unless another process contends; and the loop
+never blocks on a lock, on an fsync (``synchronous="FULL"`` writes, and the
+periodic WAL checkpoint, run in the thread), or on another process. The
+database runs in WAL mode: readers never wait for the writer. Pooled
+connections are closed by `close`, or when the store is garbage-collected,
+or at interpreter exit; a forked child keeps the ones it inherited
+referenced and unused (SQLite forbids using them there), and forgets what
+its parent knew.
 
 A save wakes the `wait_changed` waiters of its row in this process (every
 store of the same file shares them); a save from another process is noticed
@@ -35,7 +40,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -44,13 +48,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
-from ..errors import FailedPreconditionError
 from ..types import SessionSnapshot
 from ._base import BaseSessionStore, with_effective_status
 from ._changes import shared
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
-from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
+from ._sqlite_schema import init_schema
 from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SqliteSessionStore"]
@@ -379,7 +382,8 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         try:
             conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
             if not self._ready:
-                self._init_schema(conn)
+                init_schema(conn, self.path)
+                self._ready = True
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if inline:
                 conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -387,33 +391,3 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             conn.close()
             raise
         return conn
-
-    def _init_schema(self, conn: sqlite3.Connection) -> None:
-        for attempt in range(50):
-            try:
-                # switching to WAL takes an exclusive lock; another process may hold it
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError:
-                if attempt == 49:
-                    raise
-                time.sleep(0.05)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION, *MIGRATE):
-                readable = ", ".join(str(v) for v in sorted({*MIGRATE, SCHEMA_VERSION}))
-                raise FailedPreconditionError(
-                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads versions "
-                    f"{readable} (migrating older ones to {SCHEMA_VERSION}): use a new database file."
-                )
-            for stmt in MIGRATE.get(version, ()):
-                conn.execute(stmt)
-            for stmt in SCHEMA:
-                conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        self._ready = True
