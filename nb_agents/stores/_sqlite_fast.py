@@ -42,8 +42,10 @@ known row's messages, else the links the general path rebuilt.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, Final
@@ -103,6 +105,17 @@ _RULES = "SELECT r.rules FROM rules r JOIN sessions ss ON ss.key = r.session WHE
 _RULES_BY_KEY = "SELECT rules FROM rules WHERE session = ?"
 
 
+_ALL: weakref.WeakSet[Fast] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for fast in list(_ALL):
+        fast._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _statements(template: str, *guards: str) -> dict[tuple[bool, ...], str]:
     """`template` with each combination of `guards` (in its ``WHERE``), by which are on."""
     out = {}
@@ -118,7 +131,7 @@ _UPDATES = _statements(_UPDATE, _FENCE, _BASE, _OWNERS)
 
 class Fast:
     """The known-row calls (each on a connection outside any transaction), what they know,
-    and the store's histories by ``(seq, rev)``."""
+    and the store's histories by ``(seq, rev)``. A forked child starts knowing nothing."""
 
     def __init__(self) -> None:
         self.rows: OrderedDict[str, _Known] = OrderedDict()
@@ -128,6 +141,15 @@ class Fast:
         self.histories = MessageCache()  # links of base chains the general path rebuilt
         self._messages = 0
         self._lock = threading.Lock()
+        self._local = threading.local()  # `held`: what a batched write would remember, till it commits
+        _ALL.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: forget what the parent knew (its writes since go on without it),
+        with a lock of its own (another thread of the parent may have held this one)."""
+        self._lock = threading.Lock()
+        self.histories = MessageCache()
+        self.clear()
 
     # -- what is known ----------------------------------------------------------------
     def get(self, seq: Hashable, rev: int) -> Sequence[Message] | None:
@@ -139,10 +161,18 @@ class Fast:
         return self.histories.get(seq, rev)
 
     def put(self, seq: Hashable, rev: int, messages: Sequence[Message]) -> None:
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held[1].append((seq, rev, messages))
+            return
         self.histories.put(seq, rev, messages)
 
     def remember(self, seen: Sequence[Seen]) -> None:
         """Keep what a committed transaction read or wrote (the general path's, or one of these)."""
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held[0].extend(seen)
+            return
         with self._lock:
             rows = self.rows
             for snapshot_id, seq, rev, session_id, key, agent, owner, snap in seen:
@@ -164,6 +194,21 @@ class Fast:
                 self._messages -= len(gone[5].state.messages) if gone[5].state is not None else 0
             while len(self.sessions) > _KEEP_SESSIONS:
                 self.sessions.popitem(last=False)
+
+    def hold(self) -> None:
+        """What this thread's calls would remember waits (in a batch, till it commits: `held`)."""
+        self._local.held = ([], [])
+
+    def held(self) -> Any:
+        """What this thread held since `hold` (for `keep`), and hold no more."""
+        held, self._local.held = getattr(self._local, "held", None), None
+        return held
+
+    def keep(self, held: Any) -> None:
+        """Keep what `held` returned: its batch committed."""
+        for seq, rev, messages in held[1]:
+            self.histories.put(seq, rev, messages)
+        self.remember(held[0])
 
     def clear(self) -> None:
         with self._lock:
@@ -212,7 +257,8 @@ class Fast:
         known = self.rows.get(snapshot_id)
         if known is not None and known[5].state is not None:
             return SLOW  # a row with a history: rewriting it may move the rows built on it
-        own = known is None or bool(audit)  # else one UPDATE, a transaction of its own
+        # a transaction of its own, unless one UPDATE, or in a batch's (which rolls back a `SLOW`)
+        own = (known is None or bool(audit)) and not conn.in_transaction
         if own:
             conn.execute("BEGIN IMMEDIATE")
         try:
@@ -220,7 +266,7 @@ class Fast:
             if own:
                 conn.execute("ROLLBACK" if isinstance(done, str) else "COMMIT")
         except BaseException:
-            if conn.in_transaction:
+            if own and conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         if isinstance(done, str):
@@ -239,13 +285,16 @@ class Fast:
             return conn.execute(_CLAIM, params).rowcount == 1 or SLOW
         if claim.child_id in self.rows:
             return SLOW
-        conn.execute("BEGIN IMMEDIATE")
+        own = not conn.in_transaction  # else a batch's, which rolls back a `SLOW`
+        if own:
+            conn.execute("BEGIN IMMEDIATE")
         try:
             done = self._save(conn, claim.child_id, None, lambda cur: pending, (), None)
             won = not isinstance(done, str) and conn.execute(_CLAIM, params).rowcount == 1
-            conn.execute("COMMIT" if won else "ROLLBACK")
+            if own:
+                conn.execute("COMMIT" if won else "ROLLBACK")
         except BaseException:
-            if conn.in_transaction:
+            if own and conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         if isinstance(done, str) or not won:

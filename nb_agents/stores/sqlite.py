@@ -35,7 +35,6 @@ newer one is refused.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
@@ -54,6 +53,7 @@ from ._changes import shared
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
 from ._sqlite_schema import init_schema
+from ._sqlite_writes import file_writes
 from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SqliteSessionStore"]
@@ -71,58 +71,6 @@ _CHECKPOINT_EVERY = 200
 _SQLITE_BUSY = 5
 
 
-# One writer at a time per database file in this process. Writers queue on this
-# lock (woken at once when it frees) instead of in SQLite's busy handler, which
-# sleeps in growing steps and turns a short wait into a long tail under load.
-_WRITE_LOCKS: dict[str, _FileWriteLock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-class _FileWriteLock:
-    """The write lock of one database file in this process.
-
-    A worker thread waits for it blocking; a write on an event loop does not
-    block: it waits on its loop (`released`) and then runs there, instead of
-    moving to a thread (a thread hop, and the GIL passed back and forth, per write).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # the lock's own methods, no call in between: ``acquire(blocking=True)``, and
-        # ``unlock()``, which `release` follows with `wake` when a loop waits
-        self.acquire = self._lock.acquire
-        self.unlock = self._lock.release
-        self._guard = threading.Lock()
-        self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-
-    def release(self) -> None:
-        self.unlock()
-        if self.waiters:  # a waiter added meanwhile sees the lock free (see `released`)
-            self.wake()
-
-    def wake(self) -> None:
-        """Wake the loops that wait for the lock (`released`)."""
-        with self._guard:
-            waiters, self.waiters = self.waiters, []
-        for loop, fut in waiters:
-            with contextlib.suppress(RuntimeError):  # its loop was closed
-                loop.call_soon_threadsafe(_wake, fut)
-
-    async def released(self) -> None:
-        """Until the lock is (or was, since this call) released."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        with self._guard:
-            self.waiters.append((loop, fut))
-        if self._lock.locked():
-            await fut
-
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 # Connections a forked child inherited: never used, closed or collected there.
 _INHERITED: list[sqlite3.Connection] = []
 
@@ -132,15 +80,6 @@ def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
         for pool in pools.values():
             while pool:
                 pool.pop().close()
-
-
-def _write_lock(path: str) -> _FileWriteLock:
-    key = os.path.realpath(path)
-    with _WRITE_LOCKS_GUARD:
-        found = _WRITE_LOCKS.get(key)
-        if found is None:
-            found = _WRITE_LOCKS[key] = _FileWriteLock()
-        return found
 
 
 class SqliteSessionStore(BaseSessionStore[Rows]):
@@ -190,7 +129,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._ready = False
         self._writes = 0
         self._fast = Fast()  # the rows this process knows, the calls on them, the histories
-        self._write_lock = _write_lock(self.path)
+        self._writes_of_file = file_writes(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
@@ -267,7 +206,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         was refused), so it runs again there.
         """
         if self._ready and (not write or self._inline_writes) and self._pid == os.getpid():
-            lock = self._write_lock
+            lock = self._writes_of_file
             while True:
                 if write and not lock.acquire(False):
                     await lock.released()
@@ -303,31 +242,32 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                     if self._writes % _CHECKPOINT_EVERY == 0:
                         await anyio.to_thread.run_sync(self._checkpoint)
                 return out
-        return await anyio.to_thread.run_sync(self._blocking, write, body, args)
+        if write:  # in a worker thread, committed with the writes that wait there meanwhile
+            return await self._writes_of_file.batched(body, args, self._fast, lambda: self._connection(False))
+        return await anyio.to_thread.run_sync(self._read, body, args)
 
-    def _blocking(self, write: bool, body: Callable[..., T], args: Any) -> T:
-        """`_call`'s body in a worker thread: it waits for the write lock and the database."""
-        if write:
-            self._write_lock.acquire()
-        try:
-            with self._connection(False) as conn:
-                return body(conn, *args)
-        finally:
-            if write:
-                self._write_lock.release()
+    def _read(self, body: Callable[..., T], args: Any) -> T:
+        """A read of `_call` in a worker thread (it waits for the database)."""
+        with self._connection(False) as conn:
+            return body(conn, *args)
 
     def _transaction(
         self, conn: sqlite3.Connection, write: bool, fn: Callable[..., T], args: Any, kwargs: Any
     ) -> T:
-        """``fn(rows, *args, **kwargs)`` in a transaction; what it read and wrote is kept once committed."""
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        """``fn(rows, *args, **kwargs)`` in a transaction (its own, or a batch's); what it read
+        and wrote is kept once committed."""
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         rows = Rows(conn, self._fast)
         try:
             out: T = fn(rows, *args, **kwargs)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if own:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        if own:
+            conn.execute("COMMIT")
         for seq, rev, messages in rows.written:
             self._fast.put(seq, rev, messages)
         self._fast.remember(rows.seen)
