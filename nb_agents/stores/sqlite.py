@@ -68,6 +68,7 @@ _BUSY_TIMEOUT_MS = 30_000
 # runs a passive checkpoint (it waits for no writer, and no writer waits for it):
 # at about 5 pages a write, about SQLite's default of one per 1000 pages of WAL.
 _CHECKPOINT_EVERY = 200
+_RESTART_FRAMES = 10_000  # about 40 MB of WAL
 _SQLITE_BUSY = 5
 
 
@@ -124,6 +125,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._inline_writes = self._synchronous in ("OFF", "NORMAL")
         self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}  # by "inline"
         self._pool_lock = threading.Lock()
+        self._schema_lock = threading.Lock()
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
@@ -274,9 +276,21 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         return out
 
     def _checkpoint(self) -> None:
-        """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop."""
+        """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop.
+
+        Under steady writes a passive checkpoint never catches up with the writers, so the
+        WAL is never started over and grows without end: once it holds `_RESTART_FRAMES`,
+        the checkpoint holds this process's writers back and restarts it (they wait on
+        their loops meanwhile: the frames written since the passive pass, and one fsync).
+        """
         with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames >= _RESTART_FRAMES:
+                self._writes_of_file.acquire()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(RESTART)")
+                finally:
+                    self._writes_of_file.release()
 
     # -- connections --------------------------------------------------------------
     @contextmanager
@@ -288,6 +302,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                     _INHERITED.extend(pool)
                     pool.clear()
                 self._pid, self._ready = os.getpid(), False
+                self._schema_lock = threading.Lock()  # a thread of the parent may have held it
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
                 self._fast = Fast()
@@ -321,9 +336,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-            if not self._ready:
-                init_schema(conn, self.path)
-                self._ready = True
+            with self._schema_lock:  # once, not by every connection opened before it is done
+                if not self._ready:
+                    init_schema(conn, self.path)
+                    self._ready = True
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if inline:
                 conn.execute("PRAGMA wal_autocheckpoint = 0")
