@@ -129,7 +129,8 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
-        self._writes = 0
+        self._writes = 0  # on the loop, since the last checkpoint
+        self._checkpointing = False
         self._fast = Fast()  # the rows this process knows, the calls on them, the histories
         self._writes_of_file = file_writes(self.path)
 
@@ -241,8 +242,12 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                             lock.wake()
                 if write:
                     self._writes += 1
-                    if self._writes % _CHECKPOINT_EVERY == 0:
-                        await anyio.to_thread.run_sync(self._checkpoint)
+                    if self._writes >= _CHECKPOINT_EVERY and not self._checkpointing:
+                        self._writes, self._checkpointing = 0, True  # one at a time
+                        try:
+                            await anyio.to_thread.run_sync(self._checkpoint)
+                        finally:
+                            self._checkpointing = False
                 return out
         if write:  # in a worker thread, committed with the writes that wait there meanwhile
             return await self._writes_of_file.batched(body, args, self._fast, lambda: self._connection(False))
@@ -280,7 +285,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
 
         Under steady writes a passive checkpoint never catches up with the writers, so the
         WAL is never started over and grows without end: once it holds `_RESTART_FRAMES`,
-        the checkpoint holds this process's writers back and restarts it (they wait on
+        the checkpoint holds this process's writers back and truncates it (they wait on
         their loops meanwhile: the frames written since the passive pass, and one fsync).
         """
         with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
@@ -288,7 +293,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             if frames >= _RESTART_FRAMES:
                 self._writes_of_file.acquire()
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(RESTART)")
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 finally:
                     self._writes_of_file.release()
 

@@ -339,3 +339,26 @@ async def test_writes_off_the_loop_commit_together(tmp_path: Path) -> None:
     latest = await store.get_latest("s1")
     assert latest is not None and latest.snapshot_id == "w9"
     store.close()
+
+
+async def test_the_wal_is_started_over_under_steady_writes(tmp_path: Path) -> None:
+    """Writers that never pause leave a passive checkpoint no moment to start the WAL over,
+    which then grows without end; a checkpoint that finds 10,000 frames or more truncates it."""
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path)
+
+    def frames() -> int:
+        return Path(f"{path}-wal").stat().st_size // (4096 + 24)
+
+    async def writer(w: int, n: int) -> None:
+        for i in range(n):
+            await store.save_snapshot(
+                f"w{w}-{i}", lambda cur, i=i: snap(f"w{w}-{i}", session_id=f"s{w}", created=i)
+            )
+
+    await asyncio.gather(*(writer(w, 300) for w in range(20)))  # about 6 WAL frames a save
+    await writer(20, 250)  # one writer: the checkpoint its 200th save starts runs before it goes on
+    assert frames() < 10_000
+    latest = await store.get_latest("s19")
+    assert latest is not None and latest.snapshot_id == "w19-299"
+    store.close()
