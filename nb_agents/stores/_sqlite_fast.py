@@ -130,8 +130,9 @@ _UPDATES = _statements(_UPDATE, _FENCE, _BASE, _OWNERS)
 
 
 class Fast:
-    """The known-row calls (each on a connection outside any transaction), what they know,
-    and the store's histories by ``(seq, rev)``. A forked child starts knowing nothing."""
+    """The known-row calls (each on a connection, in a transaction of its own, or in a batch's:
+    `._sqlite_writes`), what they know, and the store's histories by ``(seq, rev)``. A forked
+    child starts knowing nothing."""
 
     def __init__(self) -> None:
         self.rows: OrderedDict[str, _Known] = OrderedDict()
@@ -148,6 +149,7 @@ class Fast:
         """In a forked child: forget what the parent knew (its writes since go on without it),
         with a lock of its own (another thread of the parent may have held this one)."""
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.histories = MessageCache()
         self.clear()
 
