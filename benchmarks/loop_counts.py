@@ -21,7 +21,9 @@ nowhere), calls made on the loop's thread: pydantic validations
 which ``BaseModel(...)``, ``model_validate`` and ``TypeAdapter`` all go
 through), model inits (``BaseModel.__init__``), ``model_construct``,
 ``model_copy``, serializations (``to_python``/``to_json`` of pydantic-core),
-and ``isinstance``.
+``isinstance``, and SQLite statements (``execute``/``executemany`` of
+sqlite3; ``BEGIN`` and ``COMMIT`` are statements too; a statement run in a
+worker thread is not counted, see ``threadsafe_callbacks``).
 
 With ``--http``, the same counts for a server (issue 23's "per cycle over
 HTTP"): uvicorn serving S5's app on SQLite (``nb-agents serve``'s app and
@@ -75,6 +77,8 @@ C_CALLS = {
     "to_python": "pydantic_serializations",
     "to_json": "pydantic_serializations",
     "isinstance": "isinstance",
+    "execute": "sqlite_executes",  # sqlite3's Connection.execute and Cursor.execute
+    "executemany": "sqlite_executes",
 }
 PY_CALLS = {
     pydantic.BaseModel.__init__.__code__: "model_inits",

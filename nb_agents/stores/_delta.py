@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
@@ -30,9 +30,11 @@ from .base import AuditRecord
 
 __all__ = [
     "EncodedState",
+    "Histories",
     "MessageCache",
     "decode_audit",
     "decode_snapshot",
+    "detached",
     "dump",
     "encode_meta",
     "encode_row",
@@ -58,6 +60,7 @@ def _messages() -> TypeAdapter[list[Message]]:
 
 
 _AUDIT_FIELDS = frozenset(f.name for f in fields(AuditRecord))
+_WIRE: dict[str, Any] = {"by_alias": True, "exclude_none": True, "exclude_unset": True}
 _CACHE_ROWS = 64
 _CACHE_MESSAGES = 50_000  # references held, counted per row (shared ones too)
 
@@ -77,22 +80,35 @@ def dump(value: BaseModel, exclude: set[str] | None = None) -> dict[str, Any]:
     )
 
 
-def to_json(value: Any) -> str:
-    """Compact JSON, ASCII-escaped: pydantic-core's encoder rejects the lone
-    surrogates that a JavaScript client can send, and an escaped ``\\u0000``
-    fits in a text column that cannot hold a NUL."""
-    return json.dumps(
-        value, separators=(",", ":"), default=lambda v: dump(v) if isinstance(v, BaseModel) else str(v)
-    )
+# `to_json(value)`: compact JSON, ASCII-escaped: pydantic-core's encoder rejects the lone
+# surrogates that a JavaScript client can send, and an escaped ``\u0000`` fits in a text
+# column that cannot hold a NUL. One encoder for every call (what `json.dumps` builds per call).
+to_json: Callable[[Any], str] = json.JSONEncoder(
+    separators=(",", ":"), default=lambda v: dump(v) if isinstance(v, BaseModel) else str(v)
+).encode
 
 
 def messages_json(messages: Sequence[Message]) -> bytes:
     """Messages as JSON (UTF-8): what `to_json` writes, by pydantic-core's faster
     encoder unless a value needs `to_json`'s escapes."""
+    adapter = _ADAPTERS.get("messages") or _messages()
     try:
-        return _messages().dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
+        return adapter.dump_json(list(messages), by_alias=True, exclude_none=True, exclude_unset=True)
     except PydanticSerializationError:  # a lone surrogate
         return to_json([dump(m) for m in messages]).encode("ascii")
+
+
+def detached(snap: SessionSnapshot) -> SessionSnapshot:
+    """A copy of `snap` with lists of its own; the messages and artifacts in them are
+    shared (values nobody changes in place), so a copy costs a pointer per message."""
+    copy = snap.model_copy()
+    if snap.state is not None:
+        state = snap.state.model_copy()
+        # set as `model_copy(update=...)` sets fields, without marking them set
+        state.__dict__["messages"] = list(snap.state.messages)
+        state.__dict__["artifacts"] = list(snap.state.artifacts)
+        copy.__dict__["state"] = state
+    return copy
 
 
 def load_messages(text: str | bytes | None) -> list[Message]:
@@ -116,7 +132,16 @@ def shared_prefix(new: Sequence[Message], old: Sequence[Message]) -> int:
         i = operator.indexOf(map(operator.is_, new, old), False)
     except ValueError:
         return n
-    while i < n and (new[i] is old[i] or to_json(dump(new[i])) == to_json(dump(old[i]))):
+    while i < n:
+        a, b = new[i], old[i]
+        if a is not b:
+            try:  # pydantic-core's JSON tells most messages that differ apart, at a fraction of the cost
+                if a.model_dump_json(**_WIRE) != b.model_dump_json(**_WIRE):
+                    break
+            except PydanticSerializationError:  # a lone surrogate: `to_json` decides
+                pass
+            if to_json(dump(a)) != to_json(dump(b)):  # told apart wrongly above, a row only stores more
+                break
         i += 1
     return i
 
@@ -206,8 +231,16 @@ def decode_audit(text: str) -> AuditRecord:
     return AuditRecord(**{k: v for k, v in data.items() if k in _AUDIT_FIELDS})
 
 
+class Histories(Protocol):
+    """Where `history` finds and keeps rebuilt histories (`MessageCache`, or a store's own)."""
+
+    def get(self, seq: Hashable, rev: int) -> Sequence[Message] | None: ...
+
+    def put(self, seq: Hashable, rev: int, messages: Sequence[Message]) -> None: ...
+
+
 def history(
-    cache: MessageCache,
+    cache: Histories,
     seq: int,
     rev: int,
     has_base: bool,

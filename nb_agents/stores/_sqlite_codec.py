@@ -27,32 +27,54 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 from ..types import Message, SessionSnapshot, SessionState
-from ._delta import dump, load_messages, messages_json, to_json
+from ._delta import load_messages, messages_json, shared_prefix, to_json
 from .base import AuditRecord
 
 __all__ = [
     "Id",
+    "Ref",
     "decode_digest",
     "decode_id",
     "decode_time",
     "encode_digest",
     "encode_id",
     "encode_time",
+    "Packed",
     "pack_audit",
-    "pack_meta",
-    "pack_state",
+    "pack_row",
     "pack_tail",
+    "ref_id",
     "unpack_audit",
     "unpack_meta",
+    "unpack_row",
     "unpack_state",
     "unpack_tail",
 ]
 
 Id = str | bytes  # an id as stored: text, or a UUID's 16 bytes
+Ref = int | Id  # a snapshot as referenced: its row's seq, or its encoded id when it has no row
+
+# A row as read (`._sqlite_rows.BY_ID`): its columns ``seq, rev, base_len, tail, state,
+# created, kind, meta, id, session, parent``, then the parent's id, the session's id,
+# agent and owner; `unpack_row` reads these.
+_TAIL, _STATE, _CREATED, _KIND, _META, _ID, _PARENT, _PARENT_ID, _SESSION_ID, _AGENT, _OWNER = (
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    10,
+    11,
+    12,
+    13,
+    14,
+)
 
 _EPOCH = datetime(1970, 1, 1)  # naive: stored times are UTC
 _MS = timedelta(milliseconds=1)
@@ -74,6 +96,7 @@ _FINISH_CODE = {f: i for i, f in enumerate(_FINISH)}
 _KINDS = ("respond", "restart")
 _SNAPSHOT_COLUMNS = {"snapshot_id", "session_id", "parent_id", "state"}
 _SESSION_COLUMNS = {*_SNAPSHOT_COLUMNS, "agent", "owner"}
+_CODED = (("status", _STATUS_CODE, 1), ("finishReason", _FINISH_CODE, 8))
 
 # Raw deflate (no header, no checksum) with a 4 KiB window; the preset dictionary
 # holds the JSON that Genkit messages repeat, the most frequent last.
@@ -158,37 +181,73 @@ def decode_digest(value: Id) -> str:
     return value.hex() if isinstance(value, bytes) else value
 
 
-# -- snapshot metadata ----------------------------------------------------------------
-def pack_meta(snap: SessionSnapshot, *, in_session: bool = False) -> tuple[int | str | None, int, str | None]:
-    """``(created, kind, meta)``: the snapshot's fields that are not columns of their own
-    (nor, `in_session`, of its session: agent and owner).
+# -- a row ----------------------------------------------------------------------------
+Packed = tuple[int | str | None, int, str | None, str | None, int | None, str | bytes | None]
+"""A row's stored columns: ``(created, kind, meta, state, base_len, tail)``."""
 
-    ``kind`` is ``status + 8 * finish + 128 * (updated - created + 1)`` (the
-    last term 0 when ``updatedAt`` is not a millisecond time at or after
-    ``createdAt``); ``meta`` is JSON of the rest, or None.
+
+def pack_row(
+    snap: SessionSnapshot, base: Sequence[Message] | None, *, in_session: bool
+) -> tuple[Packed, list[Message] | None]:
+    """The columns that store `snap`, and its history (None without a state).
+
+    * ``created``, ``kind``, ``meta``: the snapshot's fields that are not columns
+      of their own (nor, `in_session`, of its session: agent and owner).
+      ``kind`` is ``status + 8 * finish + 128 * (updated - created + 1)`` (the
+      last term 0 when ``updatedAt`` is not a millisecond time at or after
+      ``createdAt``); ``meta`` is JSON of the rest, or None.
+    * ``state``: the state without its messages, its session id when it is the
+      row's, and empty artifacts. What is left implicit is marked when it
+      differs: ``"sessionId": null`` for a state without the row's session,
+      ``"artifacts": null`` for artifacts never set.
+    * ``base_len``, ``tail``: the messages past those it shares with `base`
+      (its base row's history), as `pack_tail` stores them; ``base_len`` is
+      None when it shares none, ``tail`` None when the messages were never set.
     """
-    rest = dump(snap, _SESSION_COLUMNS if in_session else _SNAPSHOT_COLUMNS)
+    rest = snap.model_dump(
+        mode="json",
+        by_alias=True,
+        exclude_none=True,
+        exclude_unset=True,
+        exclude=_SESSION_COLUMNS if in_session else _SNAPSHOT_COLUMNS,
+    )
     created = encode_time(rest.pop("createdAt", None))
-    kind = _code(rest, "status", _STATUS_CODE) + 8 * _code(rest, "finishReason", _FINISH_CODE)
+    kind = 0
+    for key, codes, weight in _CODED:
+        value = rest.get(key)
+        code = codes.get(value) if isinstance(value, str) else None  # set without validation: kept
+        if code is not None:
+            del rest[key]
+            kind += weight * code
     updated = encode_time(rest.get("updatedAt"))
     if isinstance(created, int) and isinstance(updated, int) and updated >= created:
         del rest["updatedAt"]
         kind += 128 * (updated - created + 1)
-    return created, kind, to_json(rest) if rest else None
-
-
-def _code(wire: dict[str, Any], key: str, codes: dict[str | None, int]) -> int:
-    """Pop a literal's code; a value outside the literals (set without validation) stays in `wire`."""
-    value = wire.get(key)
-    code = codes.get(value) if isinstance(value, str) else None
-    if code is None:
-        return 0
-    del wire[key]
-    return code
+    meta = to_json(rest) if rest else None
+    state = snap.state
+    if state is None:
+        return (created, kind, meta, None, None, None), None
+    wire = state.model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude={"messages"}
+    )
+    if snap.session_id is not None:
+        if wire.get("sessionId") == snap.session_id:
+            del wire["sessionId"]
+        elif "sessionId" not in wire:
+            wire["sessionId"] = None
+    if wire.get("artifacts") == []:
+        del wire["artifacts"]
+    elif "artifacts" not in wire:
+        wire["artifacts"] = None
+    messages = list(state.messages)
+    if "messages" not in state.model_fields_set:  # `to_wire` leaves them out: no tail
+        return (created, kind, meta, to_json(wire), None, None), messages
+    shared = shared_prefix(messages, base) if base else 0
+    return (created, kind, meta, to_json(wire), shared or None, pack_tail(messages[shared:])), messages
 
 
 def unpack_meta(created: int | str | None, kind: int, meta: str | None) -> dict[str, Any]:
-    """The wire fields that `pack_meta` packed (no ids, no state)."""
+    """The wire fields that `pack_row` packed in ``created``, ``kind`` and ``meta`` (no ids, no state)."""
     wire: dict[str, Any] = json.loads(meta) if meta is not None else {}
     created_at = decode_time(created)
     if created_at is not None:
@@ -201,26 +260,6 @@ def unpack_meta(created: int | str | None, kind: int, meta: str | None) -> dict[
     if updated and isinstance(created, int):
         wire["updatedAt"] = decode_time(created + updated - 1)
     return wire
-
-
-# -- state and messages ---------------------------------------------------------------
-def pack_state(state: SessionState, session_id: str | None) -> str:
-    """The state without its messages, its session id when it is `session_id`, and empty artifacts.
-
-    What is left implicit is marked when it differs: ``"sessionId": null`` for
-    a state without the row's session, ``"artifacts": null`` for artifacts never set.
-    """
-    wire = dump(state, {"messages"})
-    if session_id is not None:
-        if wire.get("sessionId") == session_id:
-            del wire["sessionId"]
-        elif "sessionId" not in wire:
-            wire["sessionId"] = None
-    if wire.get("artifacts") == []:
-        del wire["artifacts"]
-    elif "artifacts" not in wire:
-        wire["artifacts"] = None
-    return to_json(wire)
 
 
 def unpack_state(text: str, session_id: str | None) -> dict[str, Any]:
@@ -277,3 +316,35 @@ def unpack_audit(text: str, session_id: str, snapshot_id: str, child_id: str) ->
         session_id, snapshot_id, child_id, name, ref, kind, answer, replaced, answered_at, by, claimed,
         decision, ran, requested,
     )  # fmt: skip
+
+
+# -- a row as read ----------------------------------------------------------------------
+def unpack_row(row: Sequence[Any], messages: Callable[[], list[Message]]) -> SessionSnapshot:
+    """A snapshot from a row as read; `messages` rebuilds its history (asked only when
+    the row has a tail)."""
+    wire = unpack_meta(row[_CREATED], row[_KIND], row[_META])
+    wire["snapshotId"] = decode_id(row[_ID])
+    session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
+    if session_id is not None:
+        wire["sessionId"] = session_id
+    if row[_PARENT] is not None:
+        wire["parentId"] = ref_id(row[_PARENT], row[_PARENT_ID])
+    if row[_AGENT] is not None:
+        wire["agent"] = row[_AGENT]
+    if row[_OWNER] is not None:
+        wire["owner"] = row[_OWNER]
+    if row[_STATE] is not None:
+        state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
+        if row[_TAIL] is not None:
+            # set after validation, which would check each message again: O(1), not O(history)
+            state.messages = messages()
+        wire["state"] = state
+    return SessionSnapshot.model_validate(wire)
+
+
+def ref_id(ref: Ref, row_id: Id | None) -> str:
+    """The id a reference names: the joined row's id for a seq, else the stored id."""
+    if isinstance(ref, int):
+        assert row_id is not None, "a reference to a row that is gone"
+        return decode_id(row_id)
+    return decode_id(ref)

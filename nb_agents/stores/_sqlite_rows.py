@@ -1,7 +1,9 @@
 """The queries of `SqliteSessionStore` on its tables (`._sqlite_schema`).
 
 `Rows` is the store's `StoreTransaction`: the primitives, inside a transaction
-that the store opened on one connection; it never commits. A row's agent and
+that the store opened on one connection; it never commits, and keeps what it
+read and wrote (`Rows.seen`, `Rows.written`) for the store to remember once
+the transaction committed (`._sqlite_fast.Fast`). A row's agent and
 owner are its session's (a row without a session keeps them in its
 ``meta``): the first row that names them sets them, and a row saved with
 others reads back with the session's.
@@ -28,27 +30,27 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ..types import Message, SessionSnapshot, SessionState
-from ._delta import MessageCache, history, shared_prefix, to_json
+from ..types import Message, SessionSnapshot
+from ._delta import Histories, detached, history, shared_prefix, to_json
 from ._sqlite_codec import (
     Id,
+    Ref,
     decode_digest,
     decode_id,
     decode_time,
     encode_digest,
     encode_id,
     pack_audit,
-    pack_meta,
-    pack_state,
+    pack_row,
     pack_tail,
+    ref_id,
     unpack_audit,
-    unpack_meta,
-    unpack_state,
+    unpack_row,
     unpack_tail,
 )
 from .base import AuditRecord, ResumeClaim
 
-__all__ = ["Rows"]
+__all__ = ["BY_ID", "RELEAF", "Rows", "Seen"]
 
 # A row as read: the stored columns, then the parent's and the session's ids, the session's agent and owner.
 _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind, s.meta, s.id,
@@ -56,7 +58,7 @@ _SELECT = """SELECT s.seq, s.rev, s.base_len, s.tail, s.state, s.created, s.kind
     FROM snapshots s
     LEFT JOIN snapshots p ON typeof(s.parent) = 'integer' AND p.seq = s.parent
     LEFT JOIN sessions ss ON ss.key = s.session"""
-_BY_ID = _SELECT + " WHERE s.id = ?"
+BY_ID = _SELECT + " WHERE s.id = ?"
 _RULES = "SELECT r.rules FROM rules r JOIN sessions ss ON ss.key = r.session WHERE ss.id = ?"
 _PARENT_ROW = "SELECT seq, rev, base_len, tail, state IS NOT NULL FROM snapshots WHERE id = ?"
 _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, parent, base_len, tail) AS (
@@ -66,7 +68,7 @@ _CHAIN = """WITH RECURSIVE chain(depth, seq, rev, parent, base_len, tail) AS (
         FROM chain c JOIN snapshots s ON s.seq = c.parent
         WHERE c.base_len IS NOT NULL AND typeof(c.parent) = 'integer')
     SELECT seq, rev, coalesce(base_len, 0), tail FROM chain ORDER BY depth"""
-_RELEAF = """UPDATE snapshots SET leaf = (session IS NOT NULL AND NOT EXISTS (
+RELEAF = """UPDATE snapshots SET leaf = (session IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM snapshots c WHERE c.parent = +snapshots.seq AND c.session = snapshots.session))
     WHERE seq = ?"""
 _INSERT = """INSERT INTO snapshots
@@ -79,11 +81,12 @@ _AUDIT = """SELECT a.record, a.snap, s.id, a.child, c.id FROM audit a
     LEFT JOIN snapshots c ON typeof(a.child) = 'integer' AND c.seq = a.child
     WHERE a.session = ? ORDER BY a.n"""
 
-Ref = int | Id  # a snapshot as referenced: its seq, or its encoded id when it has no row
+# A row a transaction read or wrote, as it reads back: (id, seq, rev, session id, session key,
+# the session's agent and owner (None, None without a session), the snapshot (the transaction's own copy)).
+Seen = tuple[str, int, int, str | None, int | None, str | None, str | None, SessionSnapshot]
 
-# Indexes into a row as `_SELECT` reads it.
-_SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _CREATED, _KIND, _META, _ID = range(9)
-_SESSION, _PARENT, _PARENT_ID, _SESSION_ID, _AGENT, _OWNER = range(9, 15)
+# Indexes into a row as `_SELECT` reads it (the layout `unpack_row` reads).
+_SEQ, _REV, _BASE_LEN, _TAIL, _STATE, _ID, _SESSION, _PARENT, _AGENT, _OWNER = 0, 1, 2, 3, 4, 8, 9, 10, 13, 14
 
 
 class Rows:
@@ -96,10 +99,11 @@ class Rows:
             for the store to cache once the transaction committed.
     """
 
-    def __init__(self, conn: sqlite3.Connection, cache: MessageCache) -> None:
+    def __init__(self, conn: sqlite3.Connection, cache: Histories) -> None:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []
+        self.seen: list[Seen] = []  # for the store to remember, once the transaction committed
         self._loaded: dict[str, Any] = {}  # the rows `load` read, for `write`
         # references this transaction resolved or wrote: a save's audit records and
         # a claim's child name the row just written without another query
@@ -109,11 +113,11 @@ class Rows:
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
-        row = self.conn.execute(_BY_ID, (encode_id(snapshot_id),)).fetchone()
+        row = self.conn.execute(BY_ID, (encode_id(snapshot_id),)).fetchone()
         return self._decode(row) if row is not None else None
 
     def load(self, snapshot_id: str) -> SessionSnapshot | None:
-        row = self.conn.execute(_BY_ID, (encode_id(snapshot_id),)).fetchone()
+        row = self.conn.execute(BY_ID, (encode_id(snapshot_id),)).fetchone()
         self._loaded[snapshot_id] = row
         return self._decode(row) if row is not None else None
 
@@ -133,7 +137,7 @@ class Rows:
         if key is None:
             return []
         return [
-            unpack_audit(record, session_id, _ref_id(snap, snap_id), _ref_id(child, child_id))
+            unpack_audit(record, session_id, ref_id(snap, snap_id), ref_id(child, child_id))
             for record, snap, snap_id, child, child_id in self.conn.execute(_AUDIT, (key,))
         ]
 
@@ -154,17 +158,19 @@ class Rows:
     ) -> SessionSnapshot:
         old = list(current.state.messages) if current is not None and current.state is not None else []
         key = encode_id(snapshot_id)
-        seq, session, parent = self._write(key, self._loaded.pop(snapshot_id), old, new)
+        seq, rev, session, parent = self._write(key, self._loaded.pop(snapshot_id), old, new)
         self._known[snapshot_id] = seq
         if new.parent_id is not None and parent is not None:
             self._known[new.parent_id] = parent
         if session is None:
+            self.seen.append((snapshot_id, seq, rev, None, None, None, None, detached(new)))
             return new
         if new.session_id is not None:
             self._sessions[new.session_id] = session
         agent, owner = self._owners[session]
         if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
-            return new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
+            new = new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
+        self.seen.append((snapshot_id, seq, rev, new.session_id, session, agent, owner, detached(new)))
         return new
 
     def add_claim(self, snapshot_id: str, claim: ResumeClaim) -> None:
@@ -236,8 +242,8 @@ class Rows:
     # -- one row ----------------------------------------------------------------------
     def _write(
         self, key: Id, row: Any, old: list[Message], new: SessionSnapshot
-    ) -> tuple[int, int | None, Ref | None]:
-        """Insert or rewrite a row; returns its seq, session key and parent reference."""
+    ) -> tuple[int, int, int | None, Ref | None]:
+        """Insert or rewrite a row; returns its seq, rev, session key and parent reference."""
         conn = self.conn
         session, first = (
             self._intern(new.session_id, new.agent, new.owner) if new.session_id is not None else (None, None)
@@ -249,35 +255,27 @@ class Rows:
             base_row = conn.execute(_PARENT_ROW, (parent,)).fetchone()
             if base_row is not None:
                 parent = base_row[_SEQ]
-        created, kind, meta = pack_meta(new, in_session=session is not None)
-        state = base_len = tail = None
-        messages: list[Message] | None = None
-        if new.state is not None:
-            messages = list(new.state.messages)
-            state = pack_state(new.state, new.session_id)
-            if "messages" in new.state.model_fields_set:  # else `to_wire` leaves them out: no tail
-                # the parent is a base when it is older and has a state
-                usable = base_row is not None and base_row[4] and (row is None or base_row[_SEQ] < row[_SEQ])
-                base = self._messages(base_row) if usable else None
-                shared = shared_prefix(messages, base) if base else 0
-                base_len = shared or None
-                tail = pack_tail(messages[shared:])
-        values = (created, kind, meta, state, base_len, tail)
+        base = None
+        # the parent is a base when it is older and has a state (and the row has messages)
+        usable = base_row is not None and base_row[4] and (row is None or base_row[_SEQ] < row[_SEQ])
+        if usable and new.state is not None and "messages" in new.state.model_fields_set:
+            base = self._messages(base_row)
+        values, messages = pack_row(new, base, in_session=session is not None)
         if row is None:
             seq = conn.execute(_INSERT, (key, session, parent, int(session is not None), *values)).lastrowid
             assert seq is not None
             rev = 1
             if conn.execute("UPDATE snapshots SET parent = ? WHERE parent = ?", (seq, key)).rowcount:
-                conn.execute(_RELEAF, (seq,))  # rows written before this one named it: adopted
+                conn.execute(RELEAF, (seq,))  # rows written before this one named it: adopted
             moved = True
         else:
             seq, rev = row[_SEQ], row[_REV] + 1
             conn.execute(_UPDATE, (session, parent, rev, *values, seq))
             if session != row[_SESSION]:
-                conn.execute(_RELEAF, (seq,))
+                conn.execute(RELEAF, (seq,))
             moved = session != row[_SESSION] or parent != row[_PARENT]
             if moved and isinstance(row[_PARENT], int):
-                conn.execute(_RELEAF, (row[_PARENT],))
+                conn.execute(RELEAF, (row[_PARENT],))
             if old:
                 self._rebase_dependents(seq, old, shared_prefix(messages or [], old))
         if moved and isinstance(parent, int) and session is not None:
@@ -288,7 +286,7 @@ class Rows:
             conn.execute("UPDATE sessions SET first = ? WHERE key = ?", (seq, session))
         if messages is not None:
             self.written.append((seq, rev, messages))
-        return seq, session, parent
+        return seq, rev, session, parent
 
     def _rebase_dependents(self, seq: int, old: list[Message], keep: int) -> None:
         """A rewritten row kept only `keep` of its old messages: rows built on more get them inline."""
@@ -302,24 +300,22 @@ class Rows:
             )
 
     def _decode(self, row: Any) -> SessionSnapshot:
-        wire = unpack_meta(row[_CREATED], row[_KIND], row[_META])
-        wire["snapshotId"] = decode_id(row[_ID])
-        session_id = decode_id(row[_SESSION_ID]) if row[_SESSION_ID] is not None else None
-        if session_id is not None:
-            wire["sessionId"] = session_id
-        if row[_PARENT] is not None:
-            wire["parentId"] = _ref_id(row[_PARENT], row[_PARENT_ID])
-        if row[_AGENT] is not None:
-            wire["agent"] = row[_AGENT]
-        if row[_OWNER] is not None:
-            wire["owner"] = row[_OWNER]
-        if row[_STATE] is not None:
-            state = SessionState.model_validate(unpack_state(row[_STATE], session_id))
-            if row[_TAIL] is not None:
-                # set after validation, which would check each message again: O(1), not O(history)
-                state.messages = self._messages(row)
-            wire["state"] = state
-        return SessionSnapshot.model_validate(wire)
+        """The row as a snapshot; what was read is kept in `seen` (a copy: the caller may change its own)."""
+        snap = unpack_row(row, lambda: self._messages(row))
+        session_id, key = snap.session_id if row[_SESSION] is not None else None, row[_SESSION]
+        self.seen.append(
+            (
+                decode_id(row[_ID]),
+                row[_SEQ],
+                row[_REV],
+                session_id,
+                key,
+                row[_AGENT],
+                row[_OWNER],
+                detached(snap),
+            )
+        )
+        return snap
 
     def _messages(self, row: Any) -> list[Message]:
         """A row's whole history: its base chain in one recursive query, from the nearest cached row."""
@@ -388,11 +384,3 @@ class Rows:
             had_owner if had_owner is not None else owner,
         )
         return key, first
-
-
-def _ref_id(ref: Ref, row_id: Id | None) -> str:
-    """The id a reference names: the joined row's id for a seq, else the stored id."""
-    if isinstance(ref, int):
-        assert row_id is not None, "a reference to a row that is gone"
-        return decode_id(row_id)
-    return decode_id(ref)

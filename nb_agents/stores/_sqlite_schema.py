@@ -12,6 +12,7 @@ The schema (``PRAGMA user_version`` 3)::
 
 The ``rules`` table came without a version of its own: a database without it
 gains it on open (``CREATE TABLE IF NOT EXISTS``), and older readers ignore it.
+`init_schema` makes a database this version, or refuses it.
 `MIGRATE` maps an older version to the statements that make it this one, run
 in the store's schema transaction before `SCHEMA` (whose statements then
 pass): version 2 gains the sessions' agent and owner, taken from the first
@@ -23,7 +24,12 @@ version 2 has no ``claimed_by``, and reads as one without (`._sqlite_codec`).
 
 from __future__ import annotations
 
-__all__ = ["MIGRATE", "SCHEMA", "SCHEMA_VERSION"]
+import sqlite3
+import time
+
+from ..errors import FailedPreconditionError
+
+__all__ = ["MIGRATE", "SCHEMA", "SCHEMA_VERSION", "init_schema"]
 
 SCHEMA_VERSION = 3
 SCHEMA = (
@@ -64,3 +70,35 @@ MIGRATE = {
         f"UPDATE sessions SET agent = {_FIRST_NAMED.format('agent')}, owner = {_FIRST_NAMED.format('owner')}",
     ),
 }
+
+
+def init_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Switch the database to WAL, and create or migrate its tables (in one transaction);
+    a database of a version this nb_agents cannot read raises `FailedPreconditionError`."""
+    for attempt in range(50):
+        try:
+            # switching to WAL takes an exclusive lock; another process may hold it
+            conn.execute("PRAGMA journal_mode = WAL")
+            break
+        except sqlite3.OperationalError:
+            if attempt == 49:
+                raise
+            time.sleep(0.05)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION, *MIGRATE):
+            readable = ", ".join(str(v) for v in sorted({*MIGRATE, SCHEMA_VERSION}))
+            raise FailedPreconditionError(
+                f"{path} has nb_agents schema version {version}; this nb_agents reads versions "
+                f"{readable} (migrating older ones to {SCHEMA_VERSION}): use a new database file."
+            )
+        for stmt in MIGRATE.get(version, ()):
+            conn.execute(stmt)
+        for stmt in SCHEMA:
+            conn.execute(stmt)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

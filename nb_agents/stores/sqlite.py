@@ -1,25 +1,30 @@
 """`SqliteSessionStore`: snapshots in one SQLite file, shared by threads and processes.
 
-This module owns the store's connections and transactions and where they run;
-the tables are `._sqlite_schema`'s, the queries `._sqlite_rows`', the compact values
-`._sqlite_codec`'s, the rules every store shares `BaseSessionStore`'s. A
+This module owns the store's connections and where its calls run; the
+calls of an approval cycle on rows this process knows are `._sqlite_fast`'s
+(a read, a save, a claim: one statement, or a short transaction), every
+other call the general path's: the queries of `._sqlite_rows` in one
+transaction, under the rules every store shares (`BaseSessionStore`). The
+tables are `._sqlite_schema`'s, the compact values `._sqlite_codec`'s. A
 turn writes bytes in proportion to what it adds: a row keeps only the
 messages its turn added on top of its parent's, and a read rebuilds the
 history with one recursive query over that chain.
 
-Every operation is one transaction (writes under ``BEGIN IMMEDIATE``, so two
-processes on the same file serialize). A short transaction runs right on the
-calling event loop with a busy timeout of 0: when a writer of this process
-holds the database (a worker thread's), a write waits for it on the loop and
-then runs there; when another process's does, SQLite answers "busy" at once,
-and the operation runs again in a worker thread that waits for the lock (up
-to 30 s). Only a transaction that committed is cached. So a turn costs no
-thread hops unless another process contends; and the loop never blocks on a
-lock, on an fsync (``synchronous="FULL"`` writes, and the periodic WAL
-checkpoint, run in the thread), or on another process. The database runs in WAL mode: readers
-never wait for the writer. Pooled connections are closed by `close`, or when
-the store is garbage-collected, or at interpreter exit; a forked child keeps
-the ones it inherited referenced and unused (SQLite forbids using them there).
+Every call is atomic (a single statement, or a transaction; writes under
+``BEGIN IMMEDIATE``, so two processes on the same file serialize). A call
+runs right on the calling event loop with a busy timeout of 0: when a
+writer of this process holds the database (a worker thread's), a write
+waits for it on the loop and then runs there; when another process's does,
+SQLite answers "busy" at once, and the call runs again in a worker thread
+that waits for the lock (up to 30 s). Only what committed is remembered. So
+a turn costs no thread hops unless another process contends; and the loop
+never blocks on a lock, on an fsync (``synchronous="FULL"`` writes, and the
+periodic WAL checkpoint, run in the thread), or on another process. The
+database runs in WAL mode: readers never wait for the writer. Pooled
+connections are closed by `close`, or when the store is garbage-collected,
+or at interpreter exit; a forked child keeps the ones it inherited
+referenced and unused (SQLite forbids using them there), and forgets what
+its parent knew.
 
 A save wakes the `wait_changed` waiters of its row in this process (every
 store of the same file shares them); a save from another process is noticed
@@ -30,27 +35,26 @@ newer one is refused.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
 import threading
-import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 
-from ..errors import FailedPreconditionError, UnavailableError
-from ._base import BaseSessionStore
+from ..types import SessionSnapshot
+from ._base import BaseSessionStore, with_effective_status
 from ._changes import shared
-from ._delta import MessageCache
+from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
-from ._sqlite_schema import MIGRATE, SCHEMA, SCHEMA_VERSION
-from .base import HEARTBEAT_TIMEOUT
+from ._sqlite_schema import init_schema
+from ._sqlite_writes import file_writes
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SqliteSessionStore"]
 
@@ -64,55 +68,8 @@ _BUSY_TIMEOUT_MS = 30_000
 # runs a passive checkpoint (it waits for no writer, and no writer waits for it):
 # at about 5 pages a write, about SQLite's default of one per 1000 pages of WAL.
 _CHECKPOINT_EVERY = 200
+_RESTART_FRAMES = 10_000  # about 40 MB of WAL
 _SQLITE_BUSY = 5
-
-
-# One writer at a time per database file in this process. Writers queue on this
-# lock (woken at once when it frees) instead of in SQLite's busy handler, which
-# sleeps in growing steps and turns a short wait into a long tail under load.
-_WRITE_LOCKS: dict[str, _FileWriteLock] = {}
-_WRITE_LOCKS_GUARD = threading.Lock()
-
-
-class _FileWriteLock:
-    """The write lock of one database file in this process.
-
-    A worker thread waits for it blocking; a write on an event loop does not
-    block: it waits on its loop (`released`) and then runs there, instead of
-    moving to a thread (a thread hop, and the GIL passed back and forth, per write).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._guard = threading.Lock()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-
-    def acquire(self, *, blocking: bool) -> bool:
-        return self._lock.acquire(blocking=blocking)
-
-    def release(self) -> None:
-        self._lock.release()
-        if not self._waiters:  # a waiter added meanwhile sees the lock free (see `released`)
-            return
-        with self._guard:
-            waiters, self._waiters = self._waiters, []
-        for loop, fut in waiters:
-            with contextlib.suppress(RuntimeError):  # its loop was closed
-                loop.call_soon_threadsafe(_wake, fut)
-
-    async def released(self) -> None:
-        """Until the lock is (or was, since this call) released."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        with self._guard:
-            self._waiters.append((loop, fut))
-        if self._lock.locked():
-            await fut
-
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 # Connections a forked child inherited: never used, closed or collected there.
@@ -124,29 +81,6 @@ def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
         for pool in pools.values():
             while pool:
                 pool.pop().close()
-
-
-def _write_lock(path: str) -> _FileWriteLock:
-    key = os.path.realpath(path)
-    with _WRITE_LOCKS_GUARD:
-        found = _WRITE_LOCKS.get(key)
-        if found is None:
-            found = _WRITE_LOCKS[key] = _FileWriteLock()
-        return found
-
-
-class _BusyError(UnavailableError):
-    """Another writer of this process holds the database: don't block the loop waiting for it."""
-
-    def __init__(self) -> None:
-        super().__init__("another writer of this process holds the database")
-
-
-class _NotReadyError(FailedPreconditionError):
-    """The store must check its schema (first use, or in a forked child) before running on the loop."""
-
-    def __init__(self) -> None:
-        super().__init__("the store has not checked its schema in this process yet")
 
 
 class SqliteSessionStore(BaseSessionStore[Rows]):
@@ -191,12 +125,14 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._inline_writes = self._synchronous in ("OFF", "NORMAL")
         self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}  # by "inline"
         self._pool_lock = threading.Lock()
+        self._schema_lock = threading.Lock()
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
         self._ready = False
-        self._writes = 0
-        self._cache = MessageCache()
-        self._write_lock = _write_lock(self.path)
+        self._writes = 0  # on the loop, since the last checkpoint
+        self._checkpointing = False
+        self._fast = Fast()  # the rows this process knows, the calls on them, the histories
+        self._writes_of_file = file_writes(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
@@ -209,70 +145,157 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                 pool.clear()
         for conn in conns:
             conn.close()
-        self._cache.clear()
+        self._fast.clear()
 
-    # -- where a transaction runs -------------------------------------------------
+    # -- the calls of an approval cycle: known rows first (`._sqlite_fast`) --------------
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        """The row with this id (``expired`` computed on read), or None."""
+        got = await self._call(False, self._fast.read, snapshot_id)
+        if isinstance(got, str):  # SLOW: its history takes a second query
+            return await super().get_snapshot(snapshot_id)
+        if got is not None and got.status in (None, "pending"):  # no status reads "completed"
+            return with_effective_status(got, self.heartbeat_timeout)
+        return got
+
+    async def save_snapshot(
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
+        if not add_rules:  # a save that adds session rules takes the general path, which locks them too
+            done = await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
+            if not isinstance(done, str):
+                self._changes.notify(snapshot_id)
+                return done
+        return await super().save_snapshot(
+            snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
+        )
+
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+        won = await self._call(True, self._fast.claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        if won is True:
+            if pending is not None:
+                self._changes.notify(child_id)
+            return None
+        return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
+
+    async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's approval rules as they are now, oldest first."""
+        return await self._call(False, self._fast.rules, session_id)
+
+    # -- where a call runs --------------------------------------------------------
     async def _run(
         self, write: bool, fn: Callable[Concatenate[Rows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run `fn` in one transaction: on the loop if the database is free, else in a thread.
+        """``fn(rows, *args, **kwargs)`` in one transaction (the general path), where `_call` runs it."""
+        return await self._call(write, self._transaction, write, fn, args, kwargs)
+
+    async def _call(self, write: bool, body: Callable[..., T], /, *args: Any) -> T:
+        """``body(conn, *args)`` on a pooled connection: on the loop if the database is free, else
+        in a thread. `body` runs its own statements (one, or a transaction).
 
         A write that finds another writer of this process at work waits for it
         on the loop, then runs there; one that finds another process's writer
         (SQLite says busy) runs in a thread, which waits for the database. A
-        write that found the database busy never started (``BEGIN IMMEDIATE``
-        is its first statement), so its mutator runs once.
+        write that found the database busy wrote nothing (its first statement
+        was refused), so it runs again there.
         """
-        if self._ready and (not write or self._inline_writes):
-            self._writes += write
+        if self._ready and (not write or self._inline_writes) and self._pid == os.getpid():
+            lock = self._writes_of_file
             while True:
-                try:
-                    out = self._transaction(write, True, fn, args, kwargs)
-                except _NotReadyError:
-                    break
-                except _BusyError:
-                    await self._write_lock.released()
+                if write and not lock.acquire(False):
+                    await lock.released()
                     if not self._ready:
                         break
                     continue
+                try:
+                    pool = self._pools[True]
+                    with self._pool_lock:
+                        conn = pool.pop() if pool else None
+                    if conn is None:
+                        conn = self._connect(True)
+                    try:
+                        out = body(conn, *args)
+                    finally:
+                        with self._pool_lock:
+                            kept = not conn.in_transaction and len(pool) < _POOL_MAX
+                            if kept:
+                                pool.append(conn)
+                        if not kept:
+                            self._release(conn, True)
                 except sqlite3.OperationalError as exc:
                     if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
                         raise
                     break
-                if write and self._writes % _CHECKPOINT_EVERY == 0:
-                    await anyio.to_thread.run_sync(self._checkpoint)
+                finally:
+                    if write:
+                        lock.unlock()
+                        if lock.waiters:
+                            lock.wake()
+                if write:
+                    self._writes += 1
+                    if self._writes >= _CHECKPOINT_EVERY and not self._checkpointing:
+                        self._writes, self._checkpointing = 0, True  # one at a time
+                        try:
+                            await anyio.to_thread.run_sync(self._checkpoint)
+                        finally:
+                            self._checkpointing = False
                 return out
-        return await anyio.to_thread.run_sync(self._transaction, write, False, fn, args, kwargs)
+        if write:  # in a worker thread, committed with the writes that wait there meanwhile
+            return await self._writes_of_file.batched(body, args, self._fast, lambda: self._connection(False))
+        return await anyio.to_thread.run_sync(self._read, body, args)
 
-    def _checkpoint(self) -> None:
-        """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop."""
-        with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    def _read(self, body: Callable[..., T], args: Any) -> T:
+        """A read of `_call` in a worker thread (it waits for the database)."""
+        with self._connection(False) as conn:
+            return body(conn, *args)
 
-    def _transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
-        """``fn(rows, *args, **kwargs)`` in a transaction (writes hold this process's write lock)."""
-        if not write:
-            return self._run_transaction(write, inline, fn, args, kwargs)
-        if not self._write_lock.acquire(blocking=not inline):
-            raise _BusyError
-        try:
-            return self._run_transaction(write, inline, fn, args, kwargs)
-        finally:
-            self._write_lock.release()
-
-    def _run_transaction(self, write: bool, inline: bool, fn: Callable[..., T], args: Any, kwargs: Any) -> T:
-        with self._connection(inline) as conn:
+    def _transaction(
+        self, conn: sqlite3.Connection, write: bool, fn: Callable[..., T], args: Any, kwargs: Any
+    ) -> T:
+        """``fn(rows, *args, **kwargs)`` in a transaction (its own, or a batch's); what it read
+        and wrote is kept once committed."""
+        own = not conn.in_transaction
+        if own:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            rows = Rows(conn, self._cache)
-            try:
-                out: T = fn(rows, *args, **kwargs)
-            except BaseException:
+        rows = Rows(conn, self._fast)
+        try:
+            out: T = fn(rows, *args, **kwargs)
+        except BaseException:
+            if own:
                 conn.execute("ROLLBACK")
-                raise
+            raise
+        if own:
             conn.execute("COMMIT")
         for seq, rev, messages in rows.written:
-            self._cache.put(seq, rev, messages)
+            self._fast.put(seq, rev, messages)
+        self._fast.remember(rows.seen)
         return out
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database as far as no reader needs it (and fsync), off the loop.
+
+        Under steady writes a passive checkpoint never catches up with the writers, so the
+        WAL is never started over and grows without end: once it holds `_RESTART_FRAMES`,
+        the checkpoint holds this process's writers back and truncates it (they wait on
+        their loops meanwhile: the frames written since the passive pass, and one fsync).
+        """
+        with self._connection(False) as conn, contextlib.suppress(sqlite3.Error):
+            _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames >= _RESTART_FRAMES:
+                self._writes_of_file.acquire()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                finally:
+                    self._writes_of_file.release()
 
     # -- connections --------------------------------------------------------------
     @contextmanager
@@ -284,11 +307,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                     _INHERITED.extend(pool)
                     pool.clear()
                 self._pid, self._ready = os.getpid(), False
+                self._schema_lock = threading.Lock()  # a thread of the parent may have held it
                 self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, _close_pools, self._pools, self._pid)
-                self._cache = MessageCache()
-            if inline and not self._ready:
-                raise _NotReadyError  # the schema check waits for locks: not on the loop
+                self._fast = Fast()
             pool = self._pools[inline]
             conn = pool.pop() if pool else None
         if conn is None:
@@ -319,8 +341,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-            if not self._ready:
-                self._init_schema(conn)
+            with self._schema_lock:  # once, not by every connection opened before it is done
+                if not self._ready:
+                    init_schema(conn, self.path)
+                    self._ready = True
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             if inline:
                 conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -328,33 +352,3 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             conn.close()
             raise
         return conn
-
-    def _init_schema(self, conn: sqlite3.Connection) -> None:
-        for attempt in range(50):
-            try:
-                # switching to WAL takes an exclusive lock; another process may hold it
-                conn.execute("PRAGMA journal_mode = WAL")
-                break
-            except sqlite3.OperationalError:
-                if attempt == 49:
-                    raise
-                time.sleep(0.05)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, SCHEMA_VERSION, *MIGRATE):
-                readable = ", ".join(str(v) for v in sorted({*MIGRATE, SCHEMA_VERSION}))
-                raise FailedPreconditionError(
-                    f"{self.path} has nb_agents schema version {version}; this nb_agents reads versions "
-                    f"{readable} (migrating older ones to {SCHEMA_VERSION}): use a new database file."
-                )
-            for stmt in MIGRATE.get(version, ()):
-                conn.execute(stmt)
-            for stmt in SCHEMA:
-                conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        self._ready = True

@@ -64,6 +64,16 @@ class TestSqliteStore(StoreConformance):
         return SqliteSessionStore(tmp_path / "agents.db", heartbeat_timeout=timeout.total_seconds())
 
 
+class TestSqliteStoreSyncingEveryCommit(StoreConformance):
+    """Writes that cannot run on the loop (their commits fsync) run in worker threads, in batches."""
+
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SqliteSessionStore(tmp_path / "agents.db", synchronous="full")
+
+    def make_store_with_heartbeat_timeout(self, tmp_path: Path, timeout: timedelta) -> SessionStore:
+        return SqliteSessionStore(tmp_path / "agents.db", synchronous="full", heartbeat_timeout=timeout)
+
+
 class TestPostgresStore(StoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
         dsn = pg.fresh_dsn()  # skips without PostgreSQL (fails under CI)

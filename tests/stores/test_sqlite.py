@@ -9,6 +9,7 @@ import gc
 import json
 import random
 import sqlite3
+import threading
 import uuid
 import weakref
 from pathlib import Path
@@ -285,3 +286,82 @@ async def test_a_row_reads_its_sessions_agent_and_owner(tmp_path: Path) -> None:
     assert conn.execute("SELECT agent, owner FROM sessions").fetchall() == [("bank", "ana")]
     assert {m for (m,) in conn.execute("SELECT meta FROM snapshots WHERE session IS NOT NULL")} == {None}
     conn.close()
+
+
+def _commits(path: Path) -> int:
+    """How many transactions the database's WAL holds: its commit frames (those of its current salt)."""
+    wal = Path(f"{path}-wal")
+    data = wal.read_bytes() if wal.exists() else b""
+    if len(data) < 32:
+        return 0
+    page_size, salt = int.from_bytes(data[8:12], "big"), data[16:24]
+    commits, at = 0, 32
+    while at + 24 + page_size <= len(data) and data[at + 8 : at + 16] == salt:
+        commits += int.from_bytes(data[at + 4 : at + 8], "big") != 0  # the database's size after a commit
+        at += 24 + page_size
+    return commits
+
+
+async def test_writes_off_the_loop_commit_together(tmp_path: Path) -> None:
+    """With ``synchronous="full"`` every commit fsyncs, so writes run in worker threads: those
+    that wait while a batch commits go in the next, one transaction (and one fsync) for all,
+    and a write that fails there fails alone."""
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path, synchronous="full")
+    await store.save_snapshot("first", lambda cur: snap("first"))
+    holding, go = threading.Event(), threading.Event()
+
+    def slow(cur: SessionSnapshot | None) -> SessionSnapshot:
+        holding.set()
+        go.wait(10)
+        return snap("slow", created=1)
+
+    def boom(cur: SessionSnapshot | None) -> SessionSnapshot:
+        raise RuntimeError("boom")
+
+    first = asyncio.ensure_future(store.save_snapshot("slow", slow))
+    assert await anyio.to_thread.run_sync(holding.wait, 10)  # its batch holds the file's write lock
+    before = _commits(path)
+    saves = [store.save_snapshot(f"w{i}", lambda cur, i=i: snap(f"w{i}", created=2 + i)) for i in range(10)]
+    gathered = asyncio.gather(
+        *saves[:5], store.save_snapshot("bad", boom), *saves[5:], return_exceptions=True
+    )
+    for _ in range(3):
+        await asyncio.sleep(0)  # every save is queued behind the batch that holds the lock
+    go.set()
+    results = await gathered
+    assert (await first) is not None
+    assert isinstance(results[5], RuntimeError) and str(results[5]) == "boom"
+    written = [r for i, r in enumerate(results) if i != 5]
+    assert [r.snapshot_id for r in written if isinstance(r, SessionSnapshot)] == [f"w{i}" for i in range(10)]
+    assert _commits(path) - before == 2  # the batch of `slow`, then one for the eleven that waited
+    for i in range(10):
+        got = await store.get_snapshot(f"w{i}")
+        assert got is not None and got.to_wire() == snap(f"w{i}", created=2 + i).to_wire()
+    assert await store.get_snapshot("bad") is None
+    latest = await store.get_latest("s1")
+    assert latest is not None and latest.snapshot_id == "w9"
+    store.close()
+
+
+async def test_the_wal_is_started_over_under_steady_writes(tmp_path: Path) -> None:
+    """Writers that never pause leave a passive checkpoint no moment to start the WAL over,
+    which then grows without end; a checkpoint that finds 10,000 frames or more truncates it."""
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path)
+
+    def frames() -> int:
+        return Path(f"{path}-wal").stat().st_size // (4096 + 24)
+
+    async def writer(w: int, n: int) -> None:
+        for i in range(n):
+            await store.save_snapshot(
+                f"w{w}-{i}", lambda cur, i=i: snap(f"w{w}-{i}", session_id=f"s{w}", created=i)
+            )
+
+    await asyncio.gather(*(writer(w, 300) for w in range(20)))  # about 6 WAL frames a save
+    await writer(20, 250)  # one writer: the checkpoint its 200th save starts runs before it goes on
+    assert frames() < 10_000
+    latest = await store.get_latest("s19")
+    assert latest is not None and latest.snapshot_id == "w19-299"
+    store.close()

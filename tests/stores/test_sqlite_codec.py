@@ -16,8 +16,7 @@ from nb_agents.stores._sqlite_codec import (
     encode_id,
     encode_time,
     pack_audit,
-    pack_meta,
-    pack_state,
+    pack_row,
     pack_tail,
     unpack_audit,
     unpack_meta,
@@ -98,7 +97,7 @@ def test_digests_read_back_exactly() -> None:
 
 
 def _meta_round_trip(snap: SessionSnapshot) -> dict[str, Any]:
-    wire = unpack_meta(*pack_meta(snap))
+    wire = unpack_meta(*pack_row(snap, None, in_session=False)[0][:3])
     wire["snapshotId"] = snap.snapshot_id
     return SessionSnapshot.model_validate(wire).to_wire()
 
@@ -137,7 +136,10 @@ def test_snapshot_metadata_reads_back_exactly(fields: dict[str, Any]) -> None:
 )
 def test_states_read_back_exactly(state: dict[str, Any], row_session: str | None) -> None:
     value = SessionState.model_validate(state)
-    back = SessionState.model_validate(unpack_state(pack_state(value, row_session), row_session))
+    row = SessionSnapshot(snapshot_id="s", session_id=row_session, state=value)
+    stored = pack_row(row, None, in_session=row_session is not None)[0][3]
+    assert stored is not None
+    back = SessionState.model_validate(unpack_state(stored, row_session))
     expected = value.to_wire()
     expected.pop("messages", None)  # the tail holds them
     assert back.to_wire() == expected
