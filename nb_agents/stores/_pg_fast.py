@@ -42,9 +42,9 @@ from typing import Any, Final
 import psycopg
 
 from ..types import Message, SessionSnapshot
-from ._base import apply_mutator
 from ._delta import MessageCache, encode_row, to_json
 from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
+from ._tx import apply_mutator
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "FastWrites", "RecentRows"]

@@ -51,10 +51,10 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
 from ..types import Message, SessionSnapshot
-from ._base import apply_mutator
 from ._delta import MessageCache, detached, history
 from ._sqlite_codec import encode_digest, encode_id, pack_audit, pack_row, unpack_row, unpack_tail
 from ._sqlite_rows import BY_ID, RELEAF, Seen
+from ._tx import apply_mutator
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "Fast"]

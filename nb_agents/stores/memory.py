@@ -37,6 +37,7 @@ from ..types import Message, SessionSnapshot, SessionState
 from ._base import BaseSessionStore
 from ._delta import (
     MessageCache,
+    detached,
     encode_meta,
     encode_state,
     history,
@@ -179,7 +180,7 @@ class _Rows:
         if snap is None:
             return None
         self._touch(snap.session_id)
-        return _detached(snap)
+        return detached(snap)
 
     load = get
 
@@ -229,7 +230,7 @@ class _Rows:
             self.dependents.setdefault(base_id, set()).add(snapshot_id)
         if messages is not None and tail is not None:
             self.cache.put(seq, rev, messages)
-        self._remember(snapshot_id, rev, _detached(new))  # the caller keeps `new`
+        self._remember(snapshot_id, rev, detached(new))  # the caller keeps `new`
         if session_id:
             self.by_session.setdefault(session_id, {})[snapshot_id] = None
             self._touch(session_id)
@@ -373,19 +374,6 @@ class _Rows:
             self.rows[dep] = (row[_SEQ], row[_REV] + 1, *row[_SESSION:_BASE], base_id, keep, tail)
             if base_id is None:
                 self.dependents[snapshot_id].discard(dep)
-
-
-def _detached(snap: SessionSnapshot) -> SessionSnapshot:
-    """A copy of `snap` with lists of its own; the messages and artifacts in them are
-    shared (values nobody changes in place), so a copy costs a pointer per message."""
-    copy = snap.model_copy()
-    if snap.state is not None:
-        state = snap.state.model_copy()
-        # set as `model_copy(update=...)` sets fields, without marking them set
-        state.__dict__["messages"] = list(snap.state.messages)
-        state.__dict__["artifacts"] = list(snap.state.artifacts)
-        copy.__dict__["state"] = state
-    return copy
 
 
 def _dump_json(value: SessionSnapshot | SessionState, exclude: set[str]) -> str:

@@ -46,14 +46,14 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'nb_agents[postgres]'") from exc
 
-from ..errors import FailedPreconditionError
 from ..types import SessionSnapshot
 from ._base import BaseSessionStore
 from ._delta import MessageCache
 from ._pg_fast import FastWrites, RecentRows
 from ._pg_listen import PgListener
 from ._pg_pool import PgPool
-from ._pg_rows import MIGRATE, SCHEMA, SCHEMA_VERSION, ClaimRacedError, PgRows
+from ._pg_rows import ClaimRacedError, PgRows
+from ._pg_schema import init_schema
 from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
@@ -61,7 +61,6 @@ __all__ = ["PostgresSessionStore"]
 T = TypeVar("T")
 P = ParamSpec("P")
 
-_SCHEMA_LOCK = 0x6E625F6167656E74  # pg_advisory_xact_lock(bigint) key: b"nb_agent"
 _WRITE = "BEGIN"
 _DEADLOCK_RETRIES = 3
 # histories kept: a server with many turns in flight still finds each one's parent (its
@@ -115,7 +114,7 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._recent = RecentRows()
         # the pool's callbacks do not hold the store: no reference cycle, so a store
         # dropped without `close` frees its pool, which closes its connections
-        self._pool = PgPool(dsn, pool_size, partial(_init_schema, repr(self)), _forked(self))
+        self._pool = PgPool(dsn, pool_size, partial(init_schema, repr(self)), _forked(self))
         self._listener = PgListener(dsn, self._changes)
         weakref.finalize(self, self._listener.close)
 
@@ -253,28 +252,3 @@ def _forked(store: PostgresSessionStore) -> Callable[[], None]:
             live._recent = RecentRows()
 
     return forked
-
-
-def _init_schema(where: str, conn: psycopg.Connection[Any]) -> None:
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        found = conn.execute("SELECT to_regclass('nb_agents_meta') IS NOT NULL").fetchone()
-        version = None
-        if found is not None and found[0]:
-            got = conn.execute("SELECT value FROM nb_agents_meta WHERE key = 'schema_version'").fetchone()
-            version = int(got[0]) if got is not None else None
-        if version is not None and version != SCHEMA_VERSION and version not in MIGRATE:
-            raise FailedPreconditionError(
-                f"{where} has nb_agents schema version {version}; "
-                f"this nb_agents reads up to {SCHEMA_VERSION} (migrating {', '.join(map(str, MIGRATE))})."
-            )
-        if version != SCHEMA_VERSION:
-            for stmt in SCHEMA:
-                conn.execute(stmt)
-            for stmt in MIGRATE.get(version, ()) if version is not None else ():
-                conn.execute(stmt)
-            conn.execute(
-                "INSERT INTO nb_agents_meta (key, value) VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (str(SCHEMA_VERSION),),
-            )
