@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Final, Generic, ParamSpec, Self, TypeVar
 
 from ..types import SessionSnapshot
 from . import _tx
@@ -58,6 +58,7 @@ from .base import heartbeat_timeout as as_timeout
 
 __all__ = [
     "READ",
+    "SLOW",
     "WRITE",
     "BaseSessionStore",
     "StoreTransaction",
@@ -70,6 +71,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 READ, WRITE = False, True  # the `write` argument of `_run`
+SLOW: Final = "slow"  # a shortcut did not apply (or did not hold): the general path runs
 
 
 Tx = TypeVar("Tx", bound=StoreTransaction)
@@ -117,6 +119,20 @@ class BaseSessionStore(Generic[Tx]):
         """``fn(tx, *args, **kwargs)`` in one transaction (a write one when `write`)."""
         raise NotImplementedError
 
+    # a store's shortcuts for the calls of an approval cycle (`._sqlite_fast`, `._pg_fast`):
+    # each answers as the general path would, or says `SLOW` and the general path runs
+    async def _save_fast(
+        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
+    ) -> SessionSnapshot | str | None:
+        """A save that adds no rules: what was written (None: nothing), or `SLOW`."""
+        return SLOW
+
+    async def _claim_fast(
+        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
+    ) -> ResumeClaim | str | None:
+        """A claim: None if this call won, else the current claim; or `SLOW`."""
+        return SLOW
+
     def _changed(self, snapshot_id: str) -> None:
         """A write of the row committed: wake its waiters (a store may also tell other processes)."""
         self._changes.notify(snapshot_id)
@@ -140,7 +156,13 @@ class BaseSessionStore(Generic[Tx]):
         add_rules: Sequence[dict[str, Any]] = (),
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        written = await self._run(WRITE, _tx.save, snapshot_id, mutator, audit, fence, add_rules)
+        # a save that adds session rules takes the general path, which locks them too
+        done = SLOW if add_rules else await self._save_fast(snapshot_id, mutator, audit, fence)
+        written = (
+            await self._run(WRITE, _tx.save, snapshot_id, mutator, audit, fence, add_rules)
+            if isinstance(done, str)
+            else done
+        )
         if written is not None:
             self._changed(snapshot_id)
         return written
@@ -149,7 +171,11 @@ class BaseSessionStore(Generic[Tx]):
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
     ) -> ResumeClaim | None:
         """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
-        won = await self._run(WRITE, _tx.claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        claim = ResumeClaim(digest, child_id)
+        done = await self._claim_fast(snapshot_id, claim, pending)
+        won = (
+            await self._run(WRITE, _tx.claim, snapshot_id, claim, pending) if isinstance(done, str) else done
+        )
         if won is None and pending is not None:
             self._changed(child_id)
         return won

@@ -37,11 +37,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 import psycopg
 
 from ..types import Message, SessionSnapshot
+from ._base import SLOW
 from ._delta import MessageCache, encode_row, to_json
 from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
 from ._tx import apply_mutator
@@ -49,7 +50,6 @@ from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "FastWrites", "RecentRows"]
 
-SLOW: Final = "slow"  # the one-statement path does not apply (or did not hold): take the general one
 _KEEP = 512  # rows remembered
 _COLUMNS = "snapshot_id, session_id, parent_id, created_at, meta, state, base_seq, base_len, tail, rev"
 _VALUES = (

@@ -48,9 +48,10 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from ..types import Message, SessionSnapshot
+from ._base import SLOW
 from ._delta import MessageCache, detached, history
 from ._sqlite_codec import encode_digest, encode_id, pack_audit, pack_row, unpack_row, unpack_tail
 from ._sqlite_rows import BY_ID, RELEAF, Seen
@@ -59,7 +60,6 @@ from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
 __all__ = ["SLOW", "Fast"]
 
-SLOW: Final = "slow"  # the known-row path does not apply (or did not hold): take the general one
 _KEEP = 512  # rows known
 _KEEP_MESSAGES = 50_000  # message references held by them, shared ones counted per row
 _KEEP_SESSIONS = 4096

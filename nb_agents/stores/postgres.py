@@ -146,52 +146,20 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
-    async def save_snapshot(
-        self,
-        snapshot_id: str,
-        mutator: SnapshotMutator,
-        *,
-        audit: Sequence[AuditRecord] = (),
-        fence: Fence | None = None,
-        add_rules: Sequence[dict[str, Any]] = (),
-    ) -> SessionSnapshot | None:
-        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        if add_rules:  # a session's rules change with the row: the general path locks them too
-            return await super().save_snapshot(
-                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
-            )
+    async def _save_fast(
+        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
+    ) -> SessionSnapshot | str | None:
         fast = FastWrites(self._recent, self._cache)
-        done = await anyio.to_thread.run_sync(
-            partial(
-                self._pool.run,
-                partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence),
-                idempotent=False,
-            )
-        )
-        if isinstance(done, str):  # SLOW
-            return await super().save_snapshot(snapshot_id, mutator, audit=audit, fence=fence)
-        self._changed(snapshot_id)
-        return done
+        save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
+        return await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
 
-    async def claim_resume(
-        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
-    ) -> ResumeClaim | None:
-        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+    async def _claim_fast(
+        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
+    ) -> ResumeClaim | str | None:
         fast = FastWrites(self._recent, self._cache)
-        claim = ResumeClaim(digest, child_id)
-        done = await anyio.to_thread.run_sync(
-            partial(
-                self._pool.run,
-                partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending),
-                idempotent=True,
-            )
-        )
-        if isinstance(done, str):  # SLOW
-            return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
-        won, current = done
-        if won and pending is not None:
-            self._changed(child_id)
-        return current
+        take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending)
+        done = await anyio.to_thread.run_sync(partial(self._pool.run, take, idempotent=True))
+        return done if isinstance(done, str) else done[1]  # (won, the current claim): None when won
 
     # -- transactions (in a worker thread) ----------------------------------------
     async def _run(
