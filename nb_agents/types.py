@@ -17,7 +17,7 @@ import json
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 from pydantic.alias_generators import to_camel
@@ -60,17 +60,7 @@ FinishReason = Literal[
 ]
 """The nine agent finish reasons: six mirror the model, three are agent-only."""
 
-AGENT_FINISH_REASONS: tuple[str, ...] = (
-    "stop",
-    "length",
-    "blocked",
-    "interrupted",
-    "other",
-    "unknown",
-    "aborted",
-    "detached",
-    "failed",
-)
+AGENT_FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 
 SnapshotStatus = Literal["pending", "completed", "failed", "aborting", "aborted", "expired"]
 """Snapshot statuses. ``expired`` is never stored: it is computed on read."""
