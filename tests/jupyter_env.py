@@ -74,7 +74,7 @@ def isolated_env(
 
     Args:
         base: An empty folder (a pytest ``tmp_path``) that will hold ``config/``,
-            ``data/``, ``runtime/`` and ``ipython/``.
+            ``data/``, ``runtime/``, ``ipython/`` and ``tmp/`` (its ``TMPDIR``).
         python: The interpreter the ``python3`` kernel runs (default: this one).
         static: Set ``NB_AGENTS_STATIC=1`` so nb_agents renders deterministically.
         environ: The environment to start from (default: ``os.environ``).
@@ -95,6 +95,9 @@ def isolated_env(
         "JUPYTER_DATA_DIR": base / "data",
         "JUPYTER_RUNTIME_DIR": base / "runtime",
         "IPYTHONDIR": base / "ipython",
+        # a kernel stopped by a test runs no finalizers: what it puts in a temp
+        # directory (a notebook's scratch store) stays under `base`
+        "TMPDIR": base / "tmp",
     }
     for name, path in dirs.items():
         path.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ restart), they are listed, revoked and audited on every store kind.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -240,8 +239,8 @@ async def test_a_session_rule_survives_a_kernel_restart_and_revoking_it_holds_ag
             close()
 
 
-async def test_an_always_answer_sent_twice_stores_one_rule() -> None:
-    store = nba.SqliteSessionStore(f"/tmp/nba-rules-{uuid.uuid4().hex}.db")
+async def test_an_always_answer_sent_twice_stores_one_rule(tmp_path: Path) -> None:
+    store = nba.SqliteSessionStore(tmp_path / "rules.db")
     tables = Tables()
     agent = agent_on(store, tables)
     chat = agent.chat()
