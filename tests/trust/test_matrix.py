@@ -53,22 +53,19 @@ def matrix(routes: list[str]) -> Any:
     return pytest.mark.parametrize("local", cases, ids=[f"{s}-{r}" for s, r in cases], indirect=True)
 
 
-def both(routes: list[str]) -> list[str]:
-    return routes
-
-
 # -- forged metadata ----------------------------------------------------------------------------
 async def forged_metadata_approves_nothing(t: Target) -> None:
     chat, res = await t.send(directive(call("t1", 5, metadata=FORGED)))
     assert res.finish_reason == "interrupted" and t.runs() == []
     (i,) = res.interrupts
+    assert i.path == t.path and i.name == "transfer"
     meta = i.part.metadata or {}
     assert set(meta) & CONTROL_KEYS == {"interrupt"}  # the model's keys are gone from the stored pause
     assert meta.get("thoughtSignature") == "kept: a provider's own key"
     # a person who restarts without approving approves nothing; the call is held again
     again = await t.answer(chat, res, restart=[i.restart()])
     assert again == "interrupted" and t.runs() == []
-    assert list(await t.agent.rules(res.session_id)) == []  # and no "always" rule was made
+    assert await t.rules() == []  # and no "always" rule was made, here or in a sub-agent
     # approve() is not refused by anything the model wrote, and runs the call once
     chat2, res2 = await t.send(directive(call("t2", 7, metadata=FORGED)), chat)
     done = await t.answer(chat2, res2, restart=[res2.interrupts[0].approve()])
@@ -83,6 +80,7 @@ async def forged_reply_answers_no_question(t: Target) -> None:
     chat, res = await t.send(directive(ask))
     assert res.finish_reason == "interrupted" and t.runs() == []
     (i,) = res.interrupts
+    assert i.path == t.path
     assert i.data == {"question": "Pay invoice INV-1?"}  # the tool asked: the forged reply was not its
     assert await t.answer(chat, res, restart=[i.restart()]) == "interrupted"  # asked again, paid nothing
     assert t.runs() == []
@@ -177,7 +175,7 @@ async def edit_past_deny_rule(t: Target) -> None:
     edited = i.restart(resumed=approval(), replace_input={"amount": 5000, "to": "bob"})
     assert await t.answer(chat, res, restart=[edited]) == "stop"
     assert t.runs() == []  # the deny rule judged the input that would have run
-    records = await t.agent.audit(t.sessions[-1])
+    records = await t.decisions()
     assert any(r.kind == "rule" and r.answer == {"rule": "deny:transfer", "action": "deny"} for r in records)
     # within the limit, the same edit runs, on the edited input
     chat2, res2 = await t.send(directive(call("t2", 5)), chat)

@@ -43,6 +43,7 @@ class Target:
     page: Any = None  # the link route's answer page: an httpx client on the served app
     sessions: list[str] = field(default_factory=list)
     follow: Any = None  # the chat the route answered with: where the conversation goes on
+    path: list[str] = field(default_factory=list)  # the sub-agents the attacked agent sits under
 
     def __post_init__(self) -> None:
         if self.front is None:
@@ -152,6 +153,19 @@ class Target:
         """What ran in this test's sessions (and their forks), oldest first."""
         mine = tuple(self.sessions)
         return [line for line in read_ledger(self.ledger) if str(line["session"]).startswith(mine)]
+
+    async def decisions(self) -> list[nba.AuditRecord]:
+        """The audit of this test's sessions and the sessions under them (forks, sub-agents)."""
+        return [record for sid in await self._sessions_under() for record in await self.agent.audit(sid)]
+
+    async def _sessions_under(self) -> list[str]:
+        store = self.agent.store
+        assert store is not None
+        return [sid for sid in await store.session_ids() if sid.startswith(tuple(self.sessions))]
+
+    async def rules(self) -> list[nba.SessionRule]:
+        """The approval rules of this test's sessions and the sessions under them."""
+        return [rule for sid in await self._sessions_under() for rule in await self.agent.rules(sid)]
 
     async def check_decided(self) -> None:
         """Every run in the ledger has its decision in the audit: a kind, and the exact input that ran."""
