@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,13 +9,9 @@ import pytest
 from edges.served import Served
 from store_kinds import make_store
 from trust_app import make_agent
-from trust_target import Target
+from trust_target import Target, serve_trust
 
 import nb_agents as nba
-
-HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
-
 
 SECRET = "trust-link-secret-0123456789"
 
@@ -51,30 +45,7 @@ def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Served, nba.Agent, Path]]:
     """A real `nb-agents serve` of the attacked agent, and the same agent on its store in this process."""
-    tmp = tmp_path_factory.mktemp(f"served-{request.param}")
-    ledger = tmp / "ledger.jsonl"
-    if request.param == "postgres":
-        import pg
-
-        db = pg.fresh_dsn()
-        store: nba.SessionStore = make_postgres(db)
-    else:
-        db = str(tmp / "trust.db")
-        store = nba.SqliteSessionStore(db)
-    path = os.pathsep.join([str(HERE), str(TESTS), os.environ.get("PYTHONPATH", "")])
-    env = {"NBA_TRUST_LEDGER": str(ledger), "NBA_TRUST_DB": db, "PYTHONPATH": path}
-    server = Served(tmp, target="trust_app:served", env=env)
-    try:
-        yield server, make_agent(store, ledger), ledger
-    finally:
-        server.stop()
-        asyncio.run(store.aclose()) if hasattr(store, "aclose") else None
-
-
-def make_postgres(dsn: str) -> nba.SessionStore:
-    from nb_agents.stores.postgres import PostgresSessionStore
-
-    return PostgresSessionStore(dsn)
+    yield from serve_trust(tmp_path_factory.mktemp(f"served-{request.param}"), request.param, nested=False)
 
 
 @pytest.fixture(params=["http", "http-inbox"])

@@ -20,7 +20,6 @@ ledger and the sub-agent's own audit:
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,15 +34,13 @@ from test_matrix import (
     forged_reply_answers_no_question,
 )
 from trust_app import call, directive, make_nested
-from trust_target import LOCAL_ROUTES, STORES, Target
+from trust_target import LOCAL_ROUTES, STORES, Target, serve_trust
 
 import nb_agents as nba
 from nb_agents.interrupts import approval, restart_part
 from nb_agents.testing import FunctionModel
 
 pytestmark = pytest.mark.anyio
-
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -57,25 +54,7 @@ def nested(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
 def served_nested(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Served, nba.Agent, Path]]:
-    tmp = tmp_path_factory.mktemp(f"nested-{request.param}")
-    ledger = tmp / "ledger.jsonl"
-    if request.param == "postgres":
-        import pg
-
-        from nb_agents.stores.postgres import PostgresSessionStore
-
-        db = pg.fresh_dsn()
-        store: nba.SessionStore = PostgresSessionStore(db)
-    else:
-        db = str(tmp / "trust.db")
-        store = nba.SqliteSessionStore(db)
-    path = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
-    env = {"NBA_TRUST_LEDGER": str(ledger), "NBA_TRUST_DB": db, "NBA_TRUST_NESTED": "1", "PYTHONPATH": path}
-    server = Served(tmp, target="trust_app:served", env=env)
-    try:
-        yield server, make_nested(store, ledger), ledger
-    finally:
-        server.stop()
+    yield from serve_trust(tmp_path_factory.mktemp(f"nested-{request.param}"), request.param, nested=True)
 
 
 @pytest.fixture

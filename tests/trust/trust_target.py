@@ -14,11 +14,15 @@ it is what ran; `Target.check_decided` holds every line against the audit.
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trust_app import read_ledger
+from edges.served import Served
+from trust_app import make_agent, make_nested, read_ledger
 
 import nb_agents as nba
 from nb_agents.chat import AgentResponse
@@ -26,6 +30,7 @@ from nb_agents.inbox import answer_items
 from nb_agents.interrupts import is_cancel
 from nb_agents.nested import NestedInterrupt
 
+HERE = Path(__file__).resolve().parent
 STORES = ["memory", "sqlite", "postgres"]
 LOCAL_ROUTES = ["chat", "run", "connect", "session", "partial", "fork", "inbox"]
 DECIDERS = ("person", "rule", "expiry", "policy")
@@ -200,3 +205,28 @@ def _reason(finish: str | None, error: Any) -> str:
     if finish == "failed" and error is not None:
         return f"refused:{error.status}"
     return str(finish)
+
+
+def serve_trust(tmp: Path, kind: str, *, nested: bool) -> Iterator[tuple[Served, nba.Agent, Path]]:
+    """Serve `trust_app` (the attacked agent, or `nested`: ``boss`` over it) on a `kind` store in `tmp`."""
+    ledger = tmp / "ledger.jsonl"
+    if kind == "postgres":
+        import pg
+
+        from nb_agents.stores.postgres import PostgresSessionStore
+
+        db = pg.fresh_dsn()
+        store: nba.SessionStore = PostgresSessionStore(db)
+    else:
+        db = str(tmp / "trust.db")
+        store = nba.SqliteSessionStore(db)
+    path = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
+    env = {"NBA_TRUST_LEDGER": str(ledger), "NBA_TRUST_DB": db, "PYTHONPATH": path}
+    if nested:
+        env["NBA_TRUST_NESTED"] = "1"
+    server = Served(tmp, target="trust_app:served", env=env)
+    try:
+        yield server, (make_nested if nested else make_agent)(store, ledger), ledger
+    finally:
+        server.stop()
+        asyncio.run(store.aclose()) if hasattr(store, "aclose") else None
