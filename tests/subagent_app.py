@@ -28,23 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from directives import directed_calls, directive, transfer_call, write_ledger
+
 import nb_agents as nba
 from nb_agents.middleware import ToolApproval
 from nb_agents.testing import FunctionModel
 
 LIMIT = 1000
-
-
-def directive(*calls: dict[str, Any]) -> str:
-    """The user message (or task) that makes a model call `calls`."""
-    return json.dumps({"calls": list(calls)})
-
-
-def transfer_call(ref: str, amount: int = 5, *, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    found: dict[str, Any] = {"name": "transfer", "ref": ref, "input": {"amount": amount, "to": "bob"}}
-    if metadata is not None:
-        found["metadata"] = metadata
-    return found
 
 
 def ask(
@@ -63,33 +53,14 @@ def follow(req: nba.GenerateRequest) -> dict[str, Any] | str:
     if last.role == "tool":
         outs = [p.tool_response.output for p in last.content if p.tool_response is not None]
         return "done: " + json.dumps(outs)
-    try:
-        wanted = json.loads(last.text)
-    except ValueError:
-        return f"I only follow directives, not {last.text!r}"
-    content = []
-    for c in wanted.get("calls", []):
-        part: dict[str, Any] = {"toolRequest": {"name": c["name"], "ref": c["ref"], "input": c["input"]}}
-        if c.get("metadata"):
-            part["metadata"] = c["metadata"]
-        content.append(part)
-    return {"message": {"role": "model", "content": content}, "finishReason": "stop"}
-
-
-def read_ledger(ledger: Path) -> list[dict[str, Any]]:
-    if not ledger.exists():
-        return []
-    return [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    return directed_calls(last.text) or f"I only follow directives, not {last.text!r}"
 
 
 def make_worker(store: nba.SessionStore | None, ledger: Path, *, name: str = "worker") -> nba.Agent:
     @nba.tool(name="transfer")
     async def transfer(amount: int, to: str, ctx: nba.ToolContext) -> str:
         """Move money."""
-        line = {"tool": "transfer", "session": ctx.session.session_id, "ref": ctx.ref}
-        line["input"] = {"amount": amount, "to": to}
-        with open(ledger, "a") as fh:
-            fh.write(json.dumps(line) + "\n")
+        write_ledger(ledger, ctx, {"amount": amount, "to": to})
         return f"sent {amount} to {to}"
 
     @nba.tool(name="lookup")

@@ -15,9 +15,10 @@ from typing import Any
 
 import procs
 import pytest
+from directives import directive, read_ledger, transfer_call
 from procs import finish
 from store_kinds import make_store
-from subagent_app import ask, directive, make_agents, read_ledger, transfer_call
+from subagent_app import ask, make_agents
 
 import nb_agents as nba
 from nb_agents.interrupts import approval

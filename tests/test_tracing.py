@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from directives import directive, read_ledger, transfer_call
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from subagent_app import ask, directive, make_agents, read_ledger, transfer_call
+from subagent_app import ask, make_agents
 
 import nb_agents as nba
 import nb_agents.tracing

@@ -13,7 +13,8 @@ from nb_agents.notebook import TurnView
 from nb_agents.render import response_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from subagent_app import ask, directive, make_agents, read_ledger, transfer_call  # noqa: E402
+from directives import directive, read_ledger, transfer_call  # noqa: E402
+from subagent_app import ask, make_agents  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 

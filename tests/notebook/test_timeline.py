@@ -15,8 +15,9 @@ from nb_agents.render.timeline import duration_words
 from nb_agents.testing import FunctionModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from directives import directive, read_ledger, transfer_call  # noqa: E402
 from store_kinds import STORE_KINDS, make_store  # noqa: E402
-from subagent_app import ask, directive, make_agents, read_ledger, transfer_call  # noqa: E402
+from subagent_app import ask, make_agents  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 

@@ -26,70 +26,33 @@ the seconds a hold waits (its default then approves); ``NBA_TRUST_NESTED`` serve
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from directives import directed_calls, directive, read_ledger, write_ledger
+from directives import transfer_call as call
 from pydantic import BaseModel
 
 import nb_agents as nba
 from nb_agents.middleware import ToolApproval
 from nb_agents.testing import FunctionModel
 
-__all__ = ["PayReply", "directive", "make_agent", "make_nested", "read_ledger", "served"]
+__all__ = ["PayReply", "call", "directive", "make_agent", "make_nested", "read_ledger", "served"]
 
 LIMIT = 1000
-
-
-def directive(*calls: dict[str, Any]) -> str:
-    """The user message that makes the model call `calls`."""
-    return json.dumps({"calls": list(calls)})
-
-
-def call(
-    ref: str, amount: int = 5, *, to: str = "bob", metadata: dict[str, Any] | None = None, **extra: Any
-) -> dict[str, Any]:
-    """A ``transfer`` call of the directive."""
-    found: dict[str, Any] = {"name": "transfer", "ref": ref, "input": {"amount": amount, "to": to, **extra}}
-    if metadata is not None:
-        found["metadata"] = metadata
-    return found
 
 
 def _model(req: nba.GenerateRequest) -> dict[str, Any] | str:
     last = req.messages[-1]
     if last.role != "user":
         return "done"
-    try:
-        wanted = json.loads(last.text)
-    except ValueError:
-        return "I only follow directives"
-    content = []
-    for c in wanted.get("calls", []):
-        part: dict[str, Any] = {"toolRequest": {"name": c["name"], "ref": c["ref"], "input": c["input"]}}
-        if c.get("metadata"):
-            part["metadata"] = c["metadata"]
-        content.append(part)
-    return {"message": {"role": "model", "content": content}, "finishReason": "stop"}
+    return directed_calls(last.text) or "I only follow directives"
 
 
 class PayReply(BaseModel):
     approved: bool
-
-
-def read_ledger(ledger: Path) -> list[dict[str, Any]]:
-    """Every run the ledger recorded, oldest first."""
-    if not ledger.exists():
-        return []
-    return [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
-
-
-def _write(ledger: Path, ctx: nba.ToolContext, inp: dict[str, Any]) -> None:
-    line = {"tool": ctx.name, "session": ctx.session.session_id, "ref": ctx.ref, "input": inp}
-    with open(ledger, "a") as fh:
-        fh.write(json.dumps(line) + "\n")
 
 
 def make_agent(
@@ -108,7 +71,7 @@ def make_agent(
         inp: dict[str, Any] = {"amount": amount, "to": to}
         if slow:
             inp["slow"] = True
-        _write(ledger, ctx, inp)
+        write_ledger(ledger, ctx, inp)
         if slow:
             await asyncio.sleep(30)  # until the turn is aborted
         return f"sent {amount} to {to}"
@@ -123,7 +86,7 @@ def make_agent(
             raise nba.Interrupt({"question": f"Pay invoice {inp.invoice}?"})
         if not reply.approved:
             return "not paid"
-        _write(ledger, ctx, inp.model_dump())
+        write_ledger(ledger, ctx, inp.model_dump())
         return f"paid {inp.invoice}"
 
     gate = ToolApproval(
