@@ -198,7 +198,6 @@ class Turn:
         if inp.message is not None:
             session.messages.append(inp.message)
         emit = inv._emit
-        session._begin_turn(emit)
         ctx = TurnContext(
             session=session,
             emit=emit,
