@@ -11,7 +11,7 @@ is due sooner): a turn that ends first, as an in-process approval turn most
 often does, costs one timer and nothing else. One `_Watcher` per store and
 event loop watches every pending row of that store on that loop, in one task
 that sleeps until the earliest thing due (and ends a poll interval after the
-last row left): a turn costs no task, timer or read of its own. It reads a row
+last row left): a watched turn costs no task, timer or read of its own. It reads a row
 
 * when the watch begins (a change told before it listened);
 * when the store says the row may have changed (its ``on_change`` callback:
