@@ -64,13 +64,12 @@ class Invocation:
         self.init = init
         self.options = options
         self._on_chunk = on_chunk
-        self._abort = Signal()
+        # the caller's Signal is the turn's; a plain Event from the caller gets one watcher for the
+        # whole invocation
+        self._abort = abort_signal if isinstance(abort_signal, Signal) else Signal()
         self._event_watcher: asyncio.Task[None] | None = None
-        if abort_signal is not None:
-            if isinstance(abort_signal, Signal):
-                self._abort = abort_signal
-            else:  # a plain Event from the caller: one watcher for the whole invocation
-                self._event_watcher = watch_event(abort_signal, self._abort)
+        if abort_signal is not None and abort_signal is not self._abort:
+            self._event_watcher = watch_event(abort_signal, self._abort)
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
