@@ -94,23 +94,24 @@ def check_value(value: Any, where: str = "") -> None:
         ...
         nb_agents.errors.InvalidArgumentError: INVALID_ARGUMENT: o.amount is NaN; JSON numbers must be finite
     """
-    # an explicit stack, not recursion: a hostile value must not exhaust the Python stack
-    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    # an explicit stack, not recursion: a hostile value must not exhaust the Python stack. A
+    # node's path is its parent's and its own key or index (`_path` spells it, for an error)
+    stack: list[tuple[Any, int, Any]] = [(value, 0, where)]
     while stack:
-        node, depth, path = stack.pop()
+        node, depth, at = stack.pop()
         if isinstance(node, str):
             if not node.isascii() or "\x00" in node:
-                _check_text(node, path or "the value")
+                _check_text(node, _path(at) or "the value")
         elif isinstance(node, float):
             if not -_MAX_DOUBLE <= node <= _MAX_DOUBLE:  # NaN fails both comparisons
-                _refuse_number(node, path, integer=isinstance(node, _HugeInteger))
+                _refuse_number(node, _path(at), integer=isinstance(node, _HugeInteger))
         elif isinstance(node, int):
             if not isinstance(node, bool) and not -_MAX_DOUBLE <= node <= _MAX_DOUBLE:
-                _refuse_number(float("inf") if node > 0 else float("-inf"), path, integer=True)
+                _refuse_number(float("inf") if node > 0 else float("-inf"), _path(at), integer=True)
         elif isinstance(node, BaseModel | dict | list | tuple):
             if depth >= MAX_JSON_DEPTH:
                 raise InvalidArgumentError(
-                    f"{path or 'the value'} is nested more than {MAX_JSON_DEPTH} levels deep; "
+                    f"{_path(at) or 'the value'} is nested more than {MAX_JSON_DEPTH} levels deep; "
                     f"JSON values may nest at most {MAX_JSON_DEPTH} levels"
                 )
             if isinstance(node, BaseModel):  # a wire model is a JSON object too, named by its JSON keys
@@ -118,21 +119,32 @@ def check_value(value: Any, where: str = "") -> None:
                 items: Any = [(fields[k].alias or k if k in fields else k, v) for k, v in vars(node).items()]
                 if node.__pydantic_extra__:
                     items += list(node.__pydantic_extra__.items())
-                stack.extend((v, depth + 1, _key(path, k)) for k, v in items if v is not None)
+                stack.extend((v, depth + 1, (at, k)) for k, v in items if v is not None)
             elif isinstance(node, dict):
                 for k, v in node.items():
                     if isinstance(k, str) and (not k.isascii() or "\x00" in k):
-                        _check_text(k, f"a key of {path or 'the value'}")
-                    stack.append((v, depth + 1, _key(path, k)))
+                        _check_text(k, f"a key of {_path(at) or 'the value'}")
+                    stack.append((v, depth + 1, (at, k)))
             else:
-                stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(node))
+                stack.extend((v, depth + 1, (at, [i])) for i, v in enumerate(node))
 
 
-def _key(path: str, key: Any) -> str:
-    step = str(key)
-    if len(step) > _SHOWN_KEY:
-        step = step[:_SHOWN_KEY] + "..."
-    return f"{path}.{step}" if path else step
+def _path(at: Any) -> str:
+    """The path that a node's ``(parent, key)`` links spell: ``data.resume.respond[0].output``."""
+    keys: list[Any] = []
+    while isinstance(at, tuple):
+        at, key = at
+        keys.append(key)
+    path: str = at
+    for key in reversed(keys):
+        if isinstance(key, list):  # an index
+            path = f"{path}[{key[0]}]"
+            continue
+        step = str(key)
+        if len(step) > _SHOWN_KEY:
+            step = step[:_SHOWN_KEY] + "..."
+        path = f"{path}.{step}" if path else step
+    return path
 
 
 def _check_text(text: str, what: str) -> None:
@@ -179,22 +191,18 @@ def to_json_value(value: Any) -> Any:
 _EXACT = 2**53  # integers below this are exact as doubles
 
 
-def _number(value: int | float) -> int | float:
-    """One spelling per double: integral values below 2**53 as ints, the rest as floats."""
-    try:
-        as_double = float(value)
-    except OverflowError:  # an int beyond any double: compared as written
-        return value
-    if as_double.is_integer() and abs(as_double) < _EXACT:
-        return int(as_double)  # 500.0 -> 500, -0.0 -> 0
-    return as_double  # 0.1, 1e-07, 1e+16 (an int of 2**53 or more rounds as JavaScript rounds it)
-
-
 def _same_numbers(value: Any) -> Any:
+    """`value` with one spelling per double: integral numbers below 2**53 as ints, the rest as floats."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float):
-        return _number(value)
+        try:
+            as_double = float(value)
+        except OverflowError:  # an int beyond any double: compared as written
+            return value
+        if as_double.is_integer() and abs(as_double) < _EXACT:
+            return int(as_double)  # 500.0 -> 500, -0.0 -> 0
+        return as_double  # 0.1, 1e-07, 1e+16 (an int of 2**53 or more rounds as JavaScript rounds it)
     if isinstance(value, dict):
         return {k: _same_numbers(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

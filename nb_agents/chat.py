@@ -112,13 +112,6 @@ class Chat:
         """The state blob the next turn sends (client-managed agents)."""
         return self._state
 
-    def _init(self) -> AgentInit:
-        if self.snapshot_id:
-            return AgentInit(snapshot_id=self.snapshot_id)
-        if self._state is not None:
-            return AgentInit(state=self._state)
-        return AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
-
     async def _run(
         self, inp: AgentInput, options: CallOptions, queue: asyncio.Queue[object] | None, abort: Signal
     ) -> AgentResponse:
@@ -144,10 +137,15 @@ class Chat:
             if queue is not None:
                 await queue.put(AgentChunk(raw, accumulated_text=text, custom=chunk_custom))
 
+        # where the turn goes on from: the snapshot, else the state blob, else the session
+        if self.snapshot_id:
+            init = AgentInit(snapshot_id=self.snapshot_id)
+        elif self._state is not None:
+            init = AgentInit(state=self._state)
+        else:
+            init = AgentInit(session_id=self.session_id) if self.session_id else AgentInit()
         try:
-            out = await self.agent.invoke(
-                inp, self._init(), options=options, on_chunk=on_chunk, abort_signal=abort
-            )
+            out = await self.agent.invoke(inp, init, options=options, on_chunk=on_chunk, abort_signal=abort)
         finally:
             self._abort_current = None
             if queue is not None:

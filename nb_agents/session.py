@@ -86,10 +86,6 @@ class Session:
         """The latest model message of the history."""
         return last_model(self.messages)
 
-    def _begin_turn(self, emit: ChunkSink) -> None:
-        self._emit = emit
-        self._patched_this_turn = False
-
     async def update_custom(self, fn: Callable[[Any], Any]) -> Any:
         """Change the custom state: ``fn(current)`` returns the new value.
 
@@ -160,6 +156,9 @@ class TurnContext:
     ) -> None:
         self.session = session
         self._emit = emit
+        # the session's turn begins: its changes stream to `emit`, the first patch replacing the document
+        session._emit = emit
+        session._patched_this_turn = False
         self.abort_signal = abort_signal
         self.snapshot_id = snapshot_id
         self.parent_snapshot_id = parent_snapshot_id

@@ -33,19 +33,12 @@ TERMINAL = ("completed", "failed", "aborted")
 RETRYABLE = ("failed", "aborted")
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """The claim a resume turn runs under."""
+@dataclass(frozen=True)
+class Attempt(Fence):
+    """The claim a resume turn runs under, and so the fence of every write it makes (the claim on
+    `parent_id` is still ``(child_id, generation)``), with the `digest` of the answer it runs."""
 
-    parent_id: str
-    child_id: str
     digest: str
-    generation: int
-
-    @property
-    def fence(self) -> Fence:
-        """What every write of this attempt checks: the claim is still this one."""
-        return Fence(self.parent_id, self.child_id, self.generation)
 
     @property
     def idempotency_base(self) -> str:
@@ -92,7 +85,7 @@ async def claim_resume(
     while True:
         claim = await store.claim_resume(parent_id, digest, child_id, pending=pending)
         if claim is None:
-            return Attempt(parent_id, child_id, digest, 1)
+            return Attempt(parent_id, child_id, 1, digest)
         if claim.digest != digest:
             if partial:
                 moved = await _paused_child(store, claim.child_id, deadline)
@@ -118,7 +111,7 @@ async def claim_resume(
             # the claim read above may be gone by now, and then this answer is the one to run
             again = await store.claim_resume(parent_id, digest, child_id, pending=pending)
             if again is None:
-                return Attempt(parent_id, child_id, digest, 1)
+                return Attempt(parent_id, child_id, 1, digest)
             if again.child_id != claim.child_id:
                 continue
         if snap is not None and snap.status in TERMINAL:
@@ -148,7 +141,7 @@ async def _replace(
     pending: SessionSnapshot,
 ) -> Attempt | None:
     if await store.replace_claim(parent_id, claim, digest, child_id, pending=pending) is None:
-        return Attempt(parent_id, child_id, digest, claim.generation + 1)
+        return Attempt(parent_id, child_id, claim.generation + 1, digest)
     return None
 
 

@@ -6,18 +6,19 @@ heartbeat is refreshed so readers know the worker lives (a stale one reads
 ``expired``), and an abort written from outside (another process, the HTTP
 companion) is noticed and reported to the turn.
 
-One `_Watcher` per store and event loop watches every pending row of that
-store on that loop, in one task that sleeps until the earliest thing due
-(and ends a poll interval after the last row left): a turn costs no task,
-timer or read of its own. It reads a row
+A row is watched from a poll interval after its turn began (nothing about it
+is due sooner): a turn that ends first, as an in-process approval turn most
+often does, costs one timer and nothing else. One `_Watcher` per store and
+event loop watches every pending row of that store on that loop, in one task
+that sleeps until the earliest thing due (and ends a poll interval after the
+last row left): a watched turn costs no task, timer or read of its own. It reads a row
 
+* when the watch begins (a change told before it listened);
 * when the store says the row may have changed (its ``on_change`` callback:
   a save in this process, or PostgreSQL's NOTIFY from any process), unless
   the turn has finished by then (its own final write is such a change);
-* a poll interval after the watch began, and then every poll interval, for a
-  store that cannot tell of other processes' saves (SQLite, files); for one
-  that can (PostgreSQL), once a second after it began (a change told before
-  the watch listened), then with each heartbeat;
+* every poll interval for a store that cannot tell of other processes' saves
+  (SQLite, files); for one that can (PostgreSQL), with each heartbeat;
 
 and saves its heartbeat every ``store.heartbeat_interval``. A store without
 ``on_change`` (a third-party one) is read every poll interval. Tasks started
@@ -39,10 +40,6 @@ from ..types import SessionSnapshot
 __all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 
 log = logging.getLogger("nb_agents.engine")
-
-# Seconds before the one read of a row whose store tells of every process's saves: only a
-# change told before the watch listened can be missed (an abort within moments of the claim)
-_FIRST_READ_NOTICED = 1.0
 
 
 def pending_row(
@@ -67,8 +64,26 @@ def keep_alive(
     store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
 ) -> None:
     """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
-    is aborted. Returns at once; the row is watched by its store's watcher on this loop."""
+    is aborted. Returns at once; the row is watched by its store's watcher on this loop.
+
+    The watch begins a poll interval from now, when the row's first read is due: a turn
+    that ends sooner (an in-process approval turn, most often) is never watched, as nothing
+    about its row was due yet. The watch begins with a read of the row, so an abort saved
+    meanwhile is noticed then.
+    """
     loop = asyncio.get_running_loop()
+    loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
+
+
+def _begin(
+    store: SessionStore,
+    loop: asyncio.AbstractEventLoop,
+    snapshot_id: str,
+    done: asyncio.Event,
+    on_abort: Callable[[], None],
+) -> None:
+    if done.is_set():
+        return  # the turn ended before anything about its row was due
     per_loop = _WATCHERS.get(loop)
     if per_loop is None:
         per_loop = _WATCHERS[loop] = {}
@@ -120,9 +135,9 @@ class _Watcher:
         )
 
     def watch(self, snapshot_id: str, done: asyncio.Event, on_abort: Callable[[], None]) -> None:
+        """Watch a row whose turn began a poll interval ago (`keep_alive`): read it now."""
         now = self.loop.time()
-        first = self.poll if not self.notices else max(self.poll, _FIRST_READ_NOTICED)
-        row = _Row(snapshot_id, done, on_abort, now + first, now + self.interval)
+        row = _Row(snapshot_id, done, on_abort, now, now - self.poll + self.interval)
         old = self.rows.pop(snapshot_id, None)
         if old is not None and old.stop is not None:
             old.stop()

@@ -64,13 +64,12 @@ class Invocation:
         self.init = init
         self.options = options
         self._on_chunk = on_chunk
-        self._abort = Signal()
+        # the caller's Signal is the turn's; a plain Event from the caller gets one watcher for the
+        # whole invocation
+        self._abort = abort_signal if isinstance(abort_signal, Signal) else Signal()
         self._event_watcher: asyncio.Task[None] | None = None
-        if abort_signal is not None:
-            if isinstance(abort_signal, Signal):
-                self._abort = abort_signal
-            else:  # a plain Event from the caller: one watcher for the whole invocation
-                self._event_watcher = watch_event(abort_signal, self._abort)
+        if abort_signal is not None and abort_signal is not self._abort:
+            self._event_watcher = watch_event(abort_signal, self._abort)
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
@@ -116,7 +115,7 @@ class Invocation:
         self.closed = True
         try:
             refused = await self._load(inp)
-            return refused if refused is not None else await observe.turn(self, inp, 0, self._turn)
+            return refused if refused is not None else await self._turn(inp, 0)
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -224,7 +223,7 @@ class Invocation:
             while True:
                 if inp is None:
                     break
-                last = await observe.turn(self, inp, turn_index, self._turn)
+                last = await self._turn(inp, turn_index)
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
@@ -269,8 +268,12 @@ class Invocation:
         return out
 
     def _turn(self, inp: AgentInput, index: int) -> Awaitable[AgentOutput]:
-        """One turn (`turn.Turn`: check → decide → claim → run → record); `observe` may watch it."""
-        return Turn(self, inp, index)()
+        """One turn (`turn.Turn`: check → decide → claim → run → record), run by the installed
+        observer if there is one (`observe`)."""
+        watcher = observe.observer
+        if watcher is None:
+            return Turn(self, inp, index)()
+        return watcher.turn(self, inp, index, lambda inp, index: Turn(self, inp, index)())
 
     async def may_message(self) -> bool:
         """Whether the caller, who opened this invocation to answer, may also send messages into it."""

@@ -108,7 +108,7 @@ async def load_session(
                     "Only 'completed', 'failed' and 'aborted' snapshots can be resumed."
                 )
             )
-        if action == "resume":
+        if action == "resume" and snap.answer is not None:  # else `snap` is the pause itself
             snap = await answered_pause(store, snap)
         assert snap.state is not None
         return (
@@ -125,7 +125,7 @@ async def load_session(
         snap = await walk_back(store, init.session_id, leaf)
         if snap is None:
             return Session(init.session_id), None, leaf.owner if leaf is not None else principal
-        if action == "resume":
+        if action == "resume" and snap.answer is not None:  # else `snap` is the pause itself
             snap = await answered_pause(store, snap)
         return session_of(snap, init.session_id), snap.snapshot_id, snap.owner
     return Session(str(uuid.uuid4())), None, principal
@@ -157,7 +157,7 @@ async def answered_pause(store: SessionStore, snap: SessionSnapshot) -> SessionS
     runs a tool that started again. `snap` itself when it is not such a row.
     """
     seen: set[str] = set()
-    # `is_attempt`, inline: every answer passes here, and almost none is through such a row
+    # `is_attempt`, inline (`load_session` tested `snap.answer`: almost no answer comes through such a row)
     while snap.answer is not None and snap.status in ("failed", "aborted") and snap.snapshot_id not in seen:
         seen.add(snap.snapshot_id)
         if snap.parent_id is None:

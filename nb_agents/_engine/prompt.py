@@ -12,6 +12,7 @@ copied per step, and messages already in it are never re-validated.
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -221,8 +222,15 @@ class PromptTurn:
         call: ModelCall = lambda req: model.generate(req, on_chunk)  # noqa: E731
         for mw in reversed(self._model_wrappers):
             call = _bind(mw, call)
+        watcher = observe.observer
+        t0 = time.monotonic()
+        outcome: str | None = "failed"
         try:
-            return await observe.model_call(ctx, model.name, request, call)
+            response = await (
+                call(request) if watcher is None else watcher.model_call(ctx, model.name, request, call)
+            )
+            outcome = response.finish_reason
+            return response
         except NbAgentsError:
             raise
         except Exception as exc:
@@ -234,6 +242,8 @@ class PromptTurn:
                     "traceback": traceback.format_exc(),
                 },
             ) from exc
+        finally:
+            observe.step(ctx, "m", model.name, None, t0, outcome)  # the turn's timeline
 
 
 def _bind(mw: Middleware, nxt: ModelCall) -> ModelCall:

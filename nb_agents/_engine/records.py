@@ -60,6 +60,9 @@ async def write_final(
     but a completed one (then the abort that wins keeps them too).
     """
     aborted = False
+    # only what is given: a turn that answered nothing works with stores written before `audit=` too
+    given = {"audit": audit, "fence": fence, "add_rules": add_rules}
+    extra: dict[str, Any] = {k: v for k, v in given.items() if v}
 
     def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
         nonlocal aborted
@@ -87,7 +90,7 @@ async def write_final(
         )
 
     try:
-        await _save(store, snapshot_id, mutate, audit, fence, add_rules)
+        await store.save_snapshot(snapshot_id, mutate, **extra)
         return "aborted" if aborted else "written"
     except StaleClaimError:
         log.warning("turn %s lost its claim to a takeover; its result is dropped", snapshot_id)
@@ -116,7 +119,8 @@ async def write_final(
         )
 
     try:
-        await _save(store, snapshot_id, failed, (), fence)
+        fenced: dict[str, Any] = {"fence": fence} if fence is not None else {}
+        await store.save_snapshot(snapshot_id, failed, **fenced)
     except StaleClaimError:
         return "stale"
     except Exception:  # noqa: BLE001 - the first error is raised, below
@@ -126,21 +130,3 @@ async def write_final(
             "turn %s could not record its failure either; its claim expires with its row", snapshot_id
         )
     raise first  # as the store said it: its status and message reach the caller
-
-
-async def _save(
-    store: SessionStore,
-    snapshot_id: str,
-    mutate: Any,
-    audit: Sequence[AuditRecord],
-    fence: Fence | None,
-    add_rules: Sequence[dict[str, Any]] = (),
-) -> None:
-    if add_rules:
-        await store.save_snapshot(snapshot_id, mutate, audit=audit, fence=fence, add_rules=add_rules)
-    elif fence is not None:
-        await store.save_snapshot(snapshot_id, mutate, audit=audit, fence=fence)
-    elif audit:
-        await store.save_snapshot(snapshot_id, mutate, audit=audit)
-    else:  # a turn that answered nothing works with stores written before `audit=` too
-        await store.save_snapshot(snapshot_id, mutate)

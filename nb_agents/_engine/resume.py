@@ -109,54 +109,46 @@ def validate_resume(
             if p.tool_request is not None
         )
 
+    # each answer with the paused call it answers: one entry per interrupted request at most
     answered: set[tuple[str, str | None]] = set()
-
-    def locate(kind: str, name: str, ref: str | None) -> Part:
-        key = (name, ref)
+    originals: list[Part] = []
+    for kind, part in [("restart", p) for p in resume.restart] + [("respond", p) for p in resume.respond]:
+        call = part.tool_request if kind == "restart" else part.tool_response
+        if call is None:
+            wanted = "toolRequest" if kind == "restart" else "toolResponse"
+            raise InvalidArgumentError(f"resume.{kind} entries must be {wanted} parts, got {part.to_json()}")
+        name, ref = key = (call.name, call.ref)
         if key in answered:
             raise InvalidArgumentError(
                 f"resume.{kind} answers tool '{name}'{_ref(ref)} more than once; "
                 "give one respond or restart per interrupted tool request."
             )
         answered.add(key)
-        if key in latest:
-            found = latest[key]
-            if not found.is_interrupt:
-                raise InvalidArgumentError(
-                    f"resume.{kind} references tool '{name}'{_ref(ref)}, which did not pause: it finished "
-                    "in the paused round and its output is kept; answer only the interrupted requests."
-                )
-            return found
-        if in_earlier_turn(key):
+        found = latest.get(key)
+        if found is None and in_earlier_turn(key):
             raise InvalidArgumentError(
                 f'resume.{kind} references tool "{name}"{_ref(ref)} from an earlier turn which is '
                 "no longer pending; only tool requests from the most recent model response can be resumed"
             )
-        raise InvalidArgumentError(
-            f"resume.{kind} references tool '{name}'{_ref(ref)} which was not found in session history."
-        )
-
-    def bound(kind: str, answer: Part, original: Part, name: str, ref: str | None) -> None:
-        given = (answer.metadata or {}).get("interruptDigest")
-        if given is not None and given != interrupt_digest(original):
+        if found is None:
+            raise InvalidArgumentError(
+                f"resume.{kind} references tool '{name}'{_ref(ref)} which was not found in session history."
+            )
+        if not found.is_interrupt:
+            raise InvalidArgumentError(
+                f"resume.{kind} references tool '{name}'{_ref(ref)}, which did not pause: it finished "
+                "in the paused round and its output is kept; answer only the interrupted requests."
+            )
+        given = (part.metadata or {}).get("interruptDigest")
+        if given is not None and given != interrupt_digest(found):
             raise InvalidArgumentError(
                 f"resume.{kind} for tool '{name}'{_ref(ref)} was built for another pause of that call "
                 "(an earlier turn's request with the same ref, or other input or question); build the "
                 "answer from the latest response's interrupts."
             )
+        originals.append(found)
 
-    def entry(kind: str, part: Part) -> Part:
-        """The paused call that `part` (an answer of `kind`) answers, checked to be its answer."""
-        call = part.tool_request if kind == "restart" else part.tool_response
-        if call is None:
-            wanted = "toolRequest" if kind == "restart" else "toolResponse"
-            raise InvalidArgumentError(f"resume.{kind} entries must be {wanted} parts, got {part.to_json()}")
-        original = locate(kind, call.name, call.ref)
-        bound(kind, part, original, call.name, call.ref)
-        return original
-
-    for part in resume.restart:
-        original = entry("restart", part)
+    for part, original in zip(resume.restart, originals[: len(resume.restart)], strict=True):
         tr = part.tool_request
         assert tr is not None and original.tool_request is not None
         meta = part.metadata or {}
@@ -217,8 +209,7 @@ def validate_resume(
                 f"tool's resume schema: {_errors(exc)}"
             ) from exc
 
-    for part in resume.respond:
-        original = entry("respond", part)
+    for part, original in zip(resume.respond, originals[len(resume.restart) :], strict=True):
         resp = part.tool_response
         assert resp is not None
         tool = tools.get(resp.name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from .ownership import principal_of
 __all__ = ["Done", "Paused", "ToolRunner", "gate_of", "mark_paused", "tool_response"]
 
 ToolCall = Callable[[Any, ToolContext], Awaitable[Any]]
+_STEP_OUTCOMES = ("done", "paused", "refused")
 
 
 @dataclass(slots=True)
@@ -158,8 +160,12 @@ class ToolRunner:
         turn.tool_runs.append(run)
         turn.tools_started = True  # from here a side effect may happen: the claim is kept
         turn.calls_started += 1
+        watcher = observe.observer
+        t0 = time.monotonic()
         try:
-            output = await observe.tool_call(turn, tctx, tr.input, call)
+            output = await (
+                call(tr.input, tctx) if watcher is None else watcher.tool_call(turn, tctx, tr.input, call)
+            )
             run.update(outcome="done", output=output)
             return Done(output, decision.rule)
         except Interrupt as sig:
@@ -189,6 +195,9 @@ class ToolRunner:
                     "traceback": traceback.format_exc(),
                 },
             ) from exc
+        finally:  # the turn's timeline: a call that did not pause, finish or refuse failed
+            outcome = run["outcome"]
+            observe.step(turn, "t", tr.name, tr.ref, t0, outcome if outcome in _STEP_OUTCOMES else "failed")
 
     async def decide_answers(
         self,

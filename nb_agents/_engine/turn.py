@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
@@ -199,7 +198,6 @@ class Turn:
         if inp.message is not None:
             session.messages.append(inp.message)
         emit = inv._emit
-        session._begin_turn(emit)
         ctx = TurnContext(
             session=session,
             emit=emit,
@@ -246,7 +244,7 @@ class Turn:
         snapshot_id, finish = self.snapshot_id, ctx.finish_reason
         if self.store is not None:
             assert snapshot_id is not None
-            written = await self._write("completed", finish, inv.session.state(), None, self._audit())
+            written = await self._write("completed", finish, inv.session.state(), None)
             if written == "aborted":  # an abort came just before the row: it is what was recorded
                 return await self._recorded_abort()
             if written != "written":
@@ -274,7 +272,7 @@ class Turn:
         if self.store is not None and self.snapshot_id is not None and (inv.detached or attempt is not None):
             # the aborted row keeps the last good state (so it can be resumed) and, for an answer,
             # what its tools did: a re-sent answer is told, and only an explicit retry runs them again
-            await self._write("aborted", "aborted", session.state(), None, self._audit() if acted else [])
+            await self._write("aborted", "aborted", session.state(), None, audited=acted)
             if attempt is not None and acted:  # the row is the answer's recorded outcome
                 return await self._recorded_abort()
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
@@ -305,7 +303,7 @@ class Turn:
             await self.store.release_claim(attempt.parent_id, attempt.child_id)
             self.attempt = None
         if self.store is not None and self.snapshot_id is not None:
-            written = await self._write("failed", "failed", session.state(), err, self._audit())
+            written = await self._write("failed", "failed", session.state(), err)
             if written == "aborted":
                 return await self._recorded_abort()
             if written == "stale":
@@ -319,12 +317,15 @@ class Turn:
         finish: FinishReason,
         state: SessionState,
         error: AgentErrorInfo | None,
-        audit: Sequence[AuditRecord],
+        *,
+        audited: bool = True,
     ) -> str:
-        """Write the turn's row, with `audit` and the rules its answers made, in one write.
+        """Write the turn's row, with its audit (unless not `audited`) and the rules its answers
+        made, in one write.
 
-        Returns what `records.write_final` says: written, aborted, stale (fenced out); raises
-        the store's error when it refuses the row.
+        The audit: the answers the turn ran on, what rules and policy decided, the rules it
+        made. Returns what `records.write_final` says: written, aborted, stale (fenced out);
+        raises the store's error when it refuses the row.
         """
         inv, ctx, attempt = self.inv, self.ctx, self.attempt
         assert self.store is not None and inv.session is not None and self.snapshot_id is not None
@@ -342,6 +343,21 @@ class Turn:
             # what an explicit retry sends again; and the mark of an answer's row, so that an answer
             # given through it is claimed on the pause it answered (`loading.answered_pause`)
             fields["answer"] = self.inp.resume.to_wire()
+        resume = self.inp.resume if inv.parent_id is not None else None
+        decisions = ctx.decisions if ctx is not None else []
+        new_rules = ctx.new_rules if ctx is not None else []
+        audit: list[AuditRecord] = []
+        if audited and (resume is not None or decisions or new_rules):  # else no clock read for it
+            audit = turn_audit(
+                inv.session.session_id,
+                resume,
+                inv.parent_id,
+                self.snapshot_id,
+                principal=principal_of(inv.options.context),
+                decisions=decisions,
+                new_rules=new_rules,
+                requested_by=inv.owner,
+            )
         return await write_final(
             self.store,
             self.snapshot_id,
@@ -351,9 +367,9 @@ class Turn:
             state=state,
             error=error,
             audit=audit,
-            fence=attempt.fence if attempt is not None and attempt.child_id == self.snapshot_id else None,
+            fence=attempt if attempt is not None and attempt.child_id == self.snapshot_id else None,
             # the rules the turn's answers made are kept when its answers are recorded
-            add_rules=ctx.new_rules if ctx is not None and audit else (),
+            add_rules=new_rules if audit else (),
         )
 
     def _unrecorded(self) -> AgentOutput:
@@ -363,25 +379,4 @@ class Turn:
                 f"Turn {self.snapshot_id} ran, but another worker took its claim over meanwhile; its result "
                 "was dropped. Read the session to see the outcome that was recorded."
             )
-        )
-
-    def _audit(self) -> list[AuditRecord]:
-        """The turn's audit: the answers it ran on, what rules and policy decided, the rules it made."""
-        inv, ctx = self.inv, self.ctx
-        parent_id = inv.parent_id
-        resume = self.inp.resume if parent_id is not None else None
-        decisions = ctx.decisions if ctx is not None else []
-        new_rules = ctx.new_rules if ctx is not None else []
-        if inv.session is None or not (resume is not None or decisions or new_rules):
-            return []  # the common turn: nothing to record, and no clock read for it
-        assert self.snapshot_id is not None
-        return turn_audit(
-            inv.session.session_id,
-            resume,
-            parent_id,
-            self.snapshot_id,
-            principal=principal_of(inv.options.context),
-            decisions=decisions,
-            new_rules=new_rules,
-            requested_by=inv.owner,
         )

@@ -133,10 +133,6 @@ class BaseSessionStore(Generic[Tx]):
         """A claim: None if this call won, else the current claim; or `SLOW`."""
         return SLOW
 
-    def _changed(self, snapshot_id: str) -> None:
-        """A write of the row committed: wake its waiters (a store may also tell other processes)."""
-        self._changes.notify(snapshot_id)
-
     # -- the protocol ---------------------------------------------------------------
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read), or None."""
@@ -163,8 +159,8 @@ class BaseSessionStore(Generic[Tx]):
             if isinstance(done, str)
             else done
         )
-        if written is not None:
-            self._changed(snapshot_id)
+        if written is not None and not self._changes.quiet:  # wake the row's waiters, if any
+            self._changes.notify(snapshot_id)
         return written
 
     async def claim_resume(
@@ -176,8 +172,8 @@ class BaseSessionStore(Generic[Tx]):
         won = (
             await self._run(WRITE, _tx.claim, snapshot_id, claim, pending) if isinstance(done, str) else done
         )
-        if won is None and pending is not None:
-            self._changed(child_id)
+        if won is None and pending is not None and not self._changes.quiet:
+            self._changes.notify(child_id)
         return won
 
     async def replace_claim(
@@ -192,8 +188,8 @@ class BaseSessionStore(Generic[Tx]):
         """Make the claim the next generation if it is still `expected`: None if this call won."""
         new = ResumeClaim(digest, child_id, expected.generation + 1)
         won = await self._run(WRITE, _tx.replace, snapshot_id, expected, new, pending)
-        if won is None and pending is not None:
-            self._changed(child_id)
+        if won is None and pending is not None and not self._changes.quiet:
+            self._changes.notify(child_id)
         return won
 
     async def release_claim(self, snapshot_id: str, child_id: str) -> None:

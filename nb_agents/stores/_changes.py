@@ -44,6 +44,14 @@ class Changes:
         self._lock = threading.Lock()
         self._waiters: dict[str, set[_Waiter]] = {}
         self._subscribers: dict[str, set[_Subscriber]] = {}
+        # nobody waits and nobody subscribed: a save need not call `notify`. Read without the
+        # lock: a waiter registers before it reads the row, and a save commits before it reads
+        # this, so either the save sees the waiter or the waiter's read sees the save
+        self.quiet = True
+
+    def _settle(self) -> None:
+        """Under the lock, after a waiter or subscriber left: `quiet` again when none is left."""
+        self.quiet = not self._waiters and not self._subscribers
 
     def notify(self, snapshot_id: str | None) -> None:
         """Wake the waiters of `snapshot_id` (None: every waiter, as after missed notifications)."""
@@ -76,6 +84,7 @@ class Changes:
         entry: _Subscriber = (asyncio.get_running_loop(), callback)
         with self._lock:
             self._subscribers.setdefault(snapshot_id, set()).add(entry)
+            self.quiet = False
 
         def stop() -> None:
             with self._lock:
@@ -84,6 +93,7 @@ class Changes:
                     subs.discard(entry)
                     if not subs:
                         del self._subscribers[snapshot_id]
+                        self._settle()
 
         return stop
 
@@ -97,6 +107,7 @@ class Changes:
         waiter: _Waiter = (loop, loop.create_future())
         with self._lock:
             self._waiters.setdefault(snapshot_id, set()).add(waiter)
+            self.quiet = False
         try:
             if await settled() or timeout <= 0:
                 return
@@ -108,6 +119,7 @@ class Changes:
                     waiters.discard(waiter)
                     if not waiters:
                         del self._waiters[snapshot_id]
+                        self._settle()
 
     def waiting(self) -> int:
         """How many waiters and subscribers there are (for tests and reprs)."""

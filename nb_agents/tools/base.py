@@ -258,8 +258,11 @@ class Tool:
             kwargs.update({k: getattr(parsed, k) for k in type(parsed).model_fields})
         else:
             args.append(parsed)
-        if self._reply_param is not None:
-            kwargs[self._reply_param] = self._reply(ctx.resumed)
+        if self._reply_param is not None:  # the reply, decoded to the resume type (None: not restarted)
+            resumed = ctx.resumed
+            if resumed is not None and resumed is not True and self._resume_adapter is not None:
+                resumed = self._resume_adapter.validate_python(resumed)
+            kwargs[self._reply_param] = None if resumed is True else resumed
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         assert self.fn is not None
@@ -275,11 +278,6 @@ class Tool:
         except Interrupt as sig:
             raise self._with_deadline(sig) from None
         return self.dump_output(result)
-
-    def _reply(self, resumed: Any) -> Any:
-        if resumed is None or resumed is True or self._resume_adapter is None:
-            return None if resumed is True else resumed
-        return self._resume_adapter.validate_python(resumed)
 
     def _pause_data(self, raw_input: Any) -> Any:
         meta = self._request_metadata
