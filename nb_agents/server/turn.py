@@ -36,7 +36,8 @@ it is full: back-pressure), and a write that does not complete within
 holds at most a buffer's worth of memory.
 
 Cost per request (issue 23): the turn runs in the request's own task
-(`Agent.invoke`); no watcher task unless the turn is long; chunks go out from a
+(`Agent.invoke`); no watcher task unless the turn is long (and one timer per
+event loop for all the turns that may become long); chunks go out from a
 callback scheduled when the first of a burst arrives (the frames of one loop
 pass in one write, the terminal frame with those still buffered), and a read or
 write gets a timer only when it has to wait (`nb_agents.server.asgi.step`).
@@ -49,8 +50,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
 
@@ -58,7 +60,7 @@ from .._sync import Signal
 from ..errors import NbAgentsError
 from ..frames import frame
 from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, CallOptions
-from .asgi import Started, resume, send_json, step
+from .asgi import Started, render_json, resume, send_json_bytes, step, wire_json
 from .errors import error_body, error_response, outgoing
 
 if TYPE_CHECKING:
@@ -118,8 +120,12 @@ class TurnResponse:
         self.streaming = streaming
         self.debug = debug
 
-    def _result(self, out: AgentOutput) -> dict[str, Any]:
-        return {"result": outgoing(out.to_wire(), debug=self.debug)}
+    def _result(self, out: AgentOutput, *, ascii_only: bool) -> bytes:
+        """``{"result": <the output>}`` as it goes out (`outgoing`), JSON: ASCII for a frame."""
+        if out.error is None:  # nothing for `outgoing` to change: pydantic writes the JSON itself
+            return b'{"result":' + wire_json(out, ascii_only=ascii_only) + b"}"
+        result = {"result": outgoing(out.to_wire(), debug=self.debug)}
+        return frame(result)[6:-2] if ascii_only else render_json(result)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # a Signal, not a plain Event: the invocation reacts to it by callback, while a plain
@@ -156,14 +162,14 @@ class TurnResponse:
             if frames is not None:
                 if error is None:
                     assert out is not None
-                    await frames.finish(frame(self._result(out)), error=False)
+                    await frames.finish(b"data: " + self._result(out, ascii_only=True) + b"\n\n", error=False)
                 else:
                     await frames.finish(frame({"error": error_body(error, debug=self.debug)}), error=True)
             elif error is not None:
                 await error_response(error, debug=self.debug)(scope, receive, send)
             else:
                 assert out is not None
-                await send_json(send, self._result(out))
+                await send_json_bytes(send, self._result(out, ascii_only=False))
         except (OSError, ClientStalledError):
             # ASGI 2.4 servers raise on a write to a closed connection: the client is gone;
             # one that stopped reading is dropped the same way
@@ -179,30 +185,58 @@ class _Watch:
     """Abort on a disconnect, watched only for a turn that runs longer than `DISCONNECT_WATCH_AFTER`.
 
     The watcher reads the connection's receive channel, which says ``http.disconnect``
-    at once for a client already gone: none is missed, some are seen late.
+    at once for a client already gone: none is missed, some are seen late. Turns
+    wait for their watcher in their loop's `_Watches` (one timer for all of them).
     """
 
-    __slots__ = ("on_gone", "receive", "task", "timer")
+    __slots__ = ("on_gone", "receive", "task", "watches")
 
     def __init__(self, receive: Receive, on_gone: Callable[[], None]) -> None:
         self.receive = receive
         self.on_gone = on_gone
         self.task: asyncio.Task[None] | None = None
-        self.timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
-            DISCONNECT_WATCH_AFTER, self._start
-        )
+        loop = asyncio.get_running_loop()
+        watches = _WATCHES.get(loop)
+        if watches is None:
+            watches = _WATCHES[loop] = _Watches(loop)
+        self.watches = watches
+        watches.add(self)
 
-    def _start(self) -> None:
-        self.timer = None
+    def start(self) -> None:
         self.task = asyncio.ensure_future(_watch_disconnect(self.receive, self.on_gone))
 
     def stop(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
+        self.watches.waiting.pop(self, None)
         if self.task is not None:
             self.task.cancel()
             self.task = None
+
+
+class _Watches:
+    """The turns of one event loop waiting for a watcher, oldest first, and one timer for them all."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: dict[_Watch, float] = {}  # since when (loop time); insertion order is age order
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, watch: _Watch) -> None:
+        self.waiting[watch] = now = self.loop.time()
+        if self.timer is None:
+            self.timer = self.loop.call_at(now + DISCONNECT_WATCH_AFTER, self._tick)
+
+    def _tick(self) -> None:
+        self.timer = None
+        due = self.loop.time() - DISCONNECT_WATCH_AFTER
+        for watch, since in list(self.waiting.items()):
+            if since > due:
+                self.timer = self.loop.call_at(since + DISCONNECT_WATCH_AFTER, self._tick)
+                return
+            del self.waiting[watch]
+            watch.start()
+
+
+_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watches] = weakref.WeakKeyDictionary()
 
 
 class _Frames:
@@ -228,7 +262,7 @@ class _Frames:
     async def on_chunk(self, chunk: AgentStreamChunk) -> None:
         if self.gone or self.closed:
             return
-        self.buffer.append(frame({"message": chunk.to_wire()}))
+        self.buffer.append(b'data: {"message":' + wire_json(chunk, ascii_only=True) + b"}\n\n")
         if self.writer is not None:
             if len(self.buffer) >= CHUNK_QUEUE_SIZE:  # back-pressure: the turn waits for the writer
                 await asyncio.wait({self.writer})  # bounded: each of its writes has the write timeout
