@@ -90,7 +90,18 @@ def build(work: str) -> Any:
     return app
 
 
-async def timed(cycles: int, rounds: int) -> dict[str, list[float]]:
+async def clients(app: Any, first: int, cycles: int, sse: bool, concurrency: int) -> None:
+    """`cycles` cycles by `concurrency` clients at once, numbered from `first`."""
+    per = cycles // concurrency
+
+    async def one(c: int) -> None:
+        for k in range(per):
+            await cycle(app, first + c * per + k, sse)
+
+    await asyncio.gather(*(one(c) for c in range(concurrency)))
+
+
+async def timed(cycles: int, rounds: int, concurrency: int = 1) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"json": [], "sse": []}
     with tempfile.TemporaryDirectory(prefix="asgi-cycle-") as work:
         app = build(work)
@@ -100,9 +111,8 @@ async def timed(cycles: int, rounds: int) -> dict[str, list[float]]:
         for _ in range(rounds):
             for mode in ("json", "sse"):
                 t0 = time.process_time()
-                for _ in range(cycles):
-                    n += 1
-                    await cycle(app, n, mode == "sse")
+                await clients(app, n, cycles, mode == "sse", concurrency)
+                n += cycles
                 out[mode].append(round((time.process_time() - t0) * 1e6 / cycles, 1))
     return out
 
@@ -131,6 +141,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", help="a directory holding another tree's nb_agents/ to time instead")
     parser.add_argument("--profile", choices=["json", "sse"])
+    parser.add_argument("--concurrency", type=int, default=1, help="clients at once (timings)")
     opts = parser.parse_args()
     if opts.tree:
         sys.path.insert(0, opts.tree)
@@ -140,7 +151,7 @@ def main() -> int:
     if opts.profile:
         asyncio.run(profiled(opts.profile, opts.cycles))
         return 0
-    res = asyncio.run(timed(opts.cycles, opts.rounds))
+    res = asyncio.run(timed(opts.cycles, opts.rounds, opts.concurrency))
     print(json.dumps({"tree": os.path.dirname(os.path.dirname(nb_agents.__file__)), "us_per_cycle": res}))
     return 0
 

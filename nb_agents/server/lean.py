@@ -16,7 +16,8 @@ the same checks in the same order, with the same answers (`TurnRoute`):
 
 CORS applies as on every other route (the same `CORSMiddleware`, around this
 path only). Any other method or path, a trailing slash included, goes through
-Starlette.
+Starlette; so does every request once middleware or an exception handler was
+added to the app after `create_app`.
 """
 
 from __future__ import annotations
@@ -116,17 +117,31 @@ class TurnRoute:
 
 
 class LeanApp(Starlette):
-    """A Starlette app whose turn routes (``POST`` on their exact paths) skip its routing."""
+    """A Starlette app whose turn routes (``POST`` on their exact paths) skip its routing.
+
+    Middleware or exception handlers added to the app after `create_app`
+    (``app.add_middleware``: an authentication layer, say) would not see the
+    lean path: with any, every request goes through Starlette, as before.
+    """
 
     lean_routes: dict[str, ASGIApp]
     lean_app: ASGIApp | None = None  # the turn routes' dispatcher, behind CORS when configured
+    _as_created: tuple[int, dict[Any, Any]] = (0, {})
 
     def serve_lean(self, routes: dict[str, ASGIApp], cors_origins: Sequence[str]) -> None:
         """Answer ``POST`` on each path of `routes` with its app."""
         self.lean_routes = routes
         self.lean_app = cors(self._dispatch, cors_origins) if cors_origins else self._dispatch
+        self._as_created = (len(self.user_middleware), dict(self.exception_handlers))
+
+    def build_middleware_stack(self) -> ASGIApp:
+        if (len(self.user_middleware), self.exception_handlers) != self._as_created:
+            self.lean_app = None  # added to since create_app: everything through Starlette
+        return super().build_middleware_stack()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.middleware_stack is None:
+            self.middleware_stack = self.build_middleware_stack()
         if self.lean_app is not None and scope["type"] == "http" and scope["method"] == "POST":
             route = self.lean_routes.get(_route_path(scope))
             if route is not None:

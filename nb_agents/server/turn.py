@@ -38,8 +38,8 @@ holds at most a buffer's worth of memory.
 Cost per request (issue 23): the turn runs in the request's own task
 (`Agent.invoke`); no watcher task unless the turn is long (and one timer per
 event loop for all the turns that may become long); chunks go out from a
-callback scheduled when the first of a burst arrives (the frames of one loop
-pass in one write, the terminal frame with those still buffered), and a read or
+callback scheduled when the first of a burst arrives (the frames of two loop
+passes in one write, the terminal frame with those still buffered), and a read or
 write gets a timer only when it has to wait (`nb_agents.server.asgi.step`).
 Frames carry no SSE comments or keep-alives: Genkit's JS client parses every
 frame as ``data: <json>``.
@@ -146,7 +146,7 @@ class TurnResponse:
             if frames is not None:  # a stream's 200 goes out at once, as Genkit's servers do
                 await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             error: BaseException | None = None
-            out: AgentOutput | None = None
+            result = b""
             try:
                 out = await self.agent.invoke(
                     self.inp,
@@ -155,21 +155,20 @@ class TurnResponse:
                     on_chunk=frames.on_chunk if frames is not None else None,
                     abort_signal=abort,
                 )
+                result = self._result(out, ascii_only=frames is not None)
             except Exception as exc:  # noqa: BLE001 - answered below (thrown: its status; a bug: 500)
                 error = exc
             running = False
             watch.stop()
             if frames is not None:
                 if error is None:
-                    assert out is not None
-                    await frames.finish(b"data: " + self._result(out, ascii_only=True) + b"\n\n", error=False)
+                    await frames.finish(b"data: " + result + b"\n\n", error=False)
                 else:
                     await frames.finish(frame({"error": error_body(error, debug=self.debug)}), error=True)
             elif error is not None:
                 await error_response(error, debug=self.debug)(scope, receive, send)
             else:
-                assert out is not None
-                await send_json_bytes(send, self._result(out, ascii_only=False))
+                await send_json_bytes(send, result)
         except (OSError, ClientStalledError):
             # ASGI 2.4 servers raise on a write to a closed connection: the client is gone;
             # one that stopped reading is dropped the same way
@@ -242,8 +241,9 @@ _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watches] = weakr
 class _Frames:
     """A stream's frames: written from a callback, in the order made, each write bounded in time.
 
-    A chunk is buffered and a write scheduled for the end of the loop pass, so a
-    burst of chunks goes out in one write; a write that cannot complete at once
+    A chunk is buffered and a write scheduled for the end of the next loop pass, so
+    a burst of chunks goes out in one write (and a turn that ends in that pass sends
+    them with its result: one write per request); a write that cannot complete at once
     (the socket is full) goes on in a task under ``write_timeout``, and chunks
     made meanwhile wait for it (the turn waits once `CHUNK_QUEUE_SIZE` have).
     """
@@ -267,11 +267,16 @@ class _Frames:
             if len(self.buffer) >= CHUNK_QUEUE_SIZE:  # back-pressure: the turn waits for the writer
                 await asyncio.wait({self.writer})  # bounded: each of its writes has the write timeout
             return
-        if not self.scheduled:
+        if len(self.buffer) >= CHUNK_QUEUE_SIZE:  # a long burst: written now
+            self._flush()
+        elif not self.scheduled:
             self.scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_soon(self._flush, True)
 
-    def _flush(self) -> None:
+    def _flush(self, wait: bool = False) -> None:
+        if wait:  # one loop pass more: what the turn makes next (often its end) joins this write
+            asyncio.get_running_loop().call_soon(self._flush)
+            return
         self.scheduled = False
         if self.gone or self.closed or self.writer is not None or not self.buffer:
             return
