@@ -79,7 +79,7 @@ ERROR_FRAME_GAP = 0.05
 """Seconds between the last chunk written and an error frame: the client reads them apart."""
 CHUNK_QUEUE_SIZE = 256  # chunks a slow reader may lag behind before the turn waits for it
 DEFAULT_WRITE_TIMEOUT = 30.0
-DISCONNECT_WATCH_AFTER = 0.5
+DISCONNECT_WATCH_AFTER = 0.1
 """Seconds a turn runs before a watcher on its connection aborts it when the client goes away."""
 
 
