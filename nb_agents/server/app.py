@@ -39,7 +39,6 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware as StarletteMiddleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -52,6 +51,7 @@ from ..types import AgentInit, AgentInput, CallOptions
 from .answer_page import answer_routes
 from .auth import ContextProvider, resolve_context
 from .errors import error_response, outgoing
+from .lean import LeanApp, TurnRoute, cors, wants_stream
 from .request import (
     call_config,
     check_fields,
@@ -206,6 +206,7 @@ def create_app(
         return error_response(exc, debug=debug)
 
     routes: list[BaseRoute] = [Route(base + "/", listing, methods=["GET"])]
+    lean: dict[str, ASGIApp] = {}
     for agent in served:
         path = f"{base}/{agent.name}"
         verbs = _AgentRoutes(
@@ -218,6 +219,13 @@ def create_app(
             debug=debug,
         )
         routes.append(Route(path, guarded(verbs.turn), methods=["POST"]))
+        lean[path] = TurnRoute(
+            verbs.turn_response,
+            context_provider=context_provider,
+            max_body_bytes=max_body_bytes,
+            body_timeout=body_timeout,
+            debug=debug,
+        )
         if agent.store is not None:
             routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
             routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
@@ -225,22 +233,13 @@ def create_app(
             routes.append(Route(path + "/revokeRule", guarded(verbs.revoke_rule), methods=["POST"]))
             routes.append(Route(path + "/pending", guarded(verbs.pending), methods=["POST"]))
             routes += answer_routes(agent, path, max_body_bytes=max_body_bytes)
-    middleware = []
-    if cors_origins:
-        middleware.append(
-            StarletteMiddleware(
-                CORSMiddleware,
-                allow_origins=list(cors_origins),
-                allow_methods=["GET", "POST"],
-                allow_headers=["authorization", "content-type", "accept"],
-                max_age=600,
-            )
-        )
-    app = Starlette(
+    middleware = [StarletteMiddleware(cors, origins=cors_origins)] if cors_origins else []
+    app = LeanApp(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: http_error, Exception: server_error},
     )
+    app.serve_lean(lean, cors_origins)  # the turn routes without Starlette's routing (lean.py)
     app.state.agents = {a.name: a for a in served}
     return app
 
@@ -253,11 +252,6 @@ def _describe(agent: Agent, base: str) -> dict[str, Any]:
     managed = agent.state_management
     out["metadata"] = {"agent": {"stateManagement": managed, "abortable": agent.store is not None}}
     return out
-
-
-def _wants_stream(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "text/event-stream" in accept or request.query_params.get("stream", "").lower() == "true"
 
 
 def _id_field(data: dict[str, Any], camel: str, snake: str) -> str | None:
@@ -310,7 +304,18 @@ class _AgentRoutes:
         return [v for v in found if v is not None]
 
     async def turn(self, request: Request) -> ASGIApp:
-        body, data = await self._data(request, ("data", "init", "config"))
+        """The turn route through Starlette (`nb_agents.server.lean` serves it without)."""
+        raw = await read_body(request, self.max_body_bytes, self.body_timeout)
+        query = dict(request.query_params)
+        streaming = wants_stream(request.headers.get("accept", ""), query)
+        return await self.turn_response(raw, query, streaming, request.state.nba_context)
+
+    async def turn_response(
+        self, raw: bytes, query: dict[str, str], streaming: bool, context: dict[str, Any]
+    ) -> ASGIApp:
+        """The turn a request body asks for, checked (`nb_agents.server.request`), as a response."""
+        body = parse_envelope(raw, keys=("data", "init", "config"))
+        data = body["data"]
         check_turn_fields(body)
         parts = count_parts(body)
         if parts > self.max_parts:
@@ -321,12 +326,11 @@ class _AgentRoutes:
         inp = validate(AgentInput, data, "data")
         raw_init = body.get("init")
         init = AgentInit() if raw_init is None else validate(AgentInit, raw_init, "init")
-        query_session = request.query_params.get("session_id")
+        query_session = query.get("session_id")
         if query_session and not init.session_id:
             # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
             init = init.model_copy(update={"session_id": query_session})
-        options = CallOptions(config=call_config(body, self.config_keys), context=request.state.nba_context)
-        streaming = _wants_stream(request)
+        options = CallOptions(config=call_config(body, self.config_keys), context=context)
         if streaming:  # a stream's 200 goes out at once: refuse what the request carries first
             check_turn_values(inp, init, store_backed=self.agent.store is not None)
         return TurnResponse(

@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from .._engine import check_init_ids, check_input, check_json
-from .._json import loads
+from .._engine import check_init_ids, check_json
+from .._json import MAX_JSON_DEPTH, check_value
+from .._json import _int as _json_int
 from ..errors import InvalidArgumentError, RequestError
 from ..types import AgentInit, AgentInput, ToolResume
 
@@ -59,6 +61,12 @@ M = TypeVar("M", bound=BaseModel)
 
 ENVELOPE_KEYS = ("data", "init", "config")
 _SHOWN_ERRORS = 5
+# What in a JSON text may stand for a value `check_value` refuses: a NUL or surrogate escape, a NaN
+# or Infinity token, a run of 200 digits or an exponent of 3 (a number beyond a double, or infinite).
+# A text with none of them, and fewer brackets than the deepest nesting allowed, holds no such
+# value: its walk is skipped (it is the costliest part of reading a request). Anything else, a
+# false alarm inside a string included, is walked, and refused by `check_value` as before.
+_SUSPECT = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity|[0-9]{200}|[eE][+-]?[0-9]{3}")
 
 
 async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
@@ -106,7 +114,10 @@ def parse_envelope(
     if not raw.strip():
         raise RequestError('the request body is empty; send a JSON object like {"data": {...}, "init": {}}')
     try:
-        body = loads(raw.decode("utf-8"))  # RFC 8259: JSON on the wire is UTF-8
+        text = raw.decode("utf-8")  # RFC 8259: JSON on the wire is UTF-8
+        body = json.loads(text, parse_constant=float, parse_int=_json_int)  # as nb_agents._json.loads
+        if text.count("{") + text.count("[") >= MAX_JSON_DEPTH or _SUSPECT.search(text) is not None:
+            check_value(body)
     except InvalidArgumentError as exc:
         raise RequestError(exc.message) from None
     except UnicodeDecodeError:
@@ -240,13 +251,14 @@ def call_config(body: dict[str, Any], allowed: frozenset[str] | None) -> dict[st
 def check_turn_values(inp: AgentInput, init: AgentInit, *, store_backed: bool) -> None:
     """Refuse, as a 400, an input or init holding what no store could write.
 
-    The same checks a turn makes before it touches a store (nesting, lone
-    surrogates, ids), made here so that a stream, whose 200 goes out at once,
-    answers them with the HTTP status plain mode gives. A state blob is checked
-    for an agent without a store; one with a store refuses any state unread.
+    The checks a turn makes before it touches a store that reading the body
+    has not made (the values themselves, nesting and text, were checked in the
+    whole body by `parse_envelope`): the ids, made here so that a stream, whose
+    200 goes out at once, answers them with the HTTP status plain mode gives.
+    A state blob is checked for an agent without a store; one with a store
+    refuses any state unread.
     """
     try:
-        check_input(inp)
         check_init_ids(init)
         if init.state is not None and not store_backed:
             check_json(init.state, "init.state")

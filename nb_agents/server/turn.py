@@ -26,11 +26,21 @@ which ends a default Node process. Frames carry Genkit's wire messages
 error message).
 
 A client that disconnects before the output aborts the turn (the invocation's
-foreground abort), exactly as Genkit's express handler does on ``close``. So
-does one that stops reading: chunks wait in a bounded queue (the turn waits when
+foreground abort), as Genkit's express handler does on ``close``: a turn still
+running `DISCONNECT_WATCH_AFTER` seconds after it started gets a watcher on the
+connection, which aborts it once the client is gone (a turn that ends sooner
+is recorded and answered; its answer is dropped if nobody listens). So does a
+client that stops reading: chunks wait in a bounded buffer (the turn waits when
 it is full: back-pressure), and a write that does not complete within
 ``write_timeout`` seconds drops the client as a disconnect, so a stalled reader
-holds at most a queue's worth of memory.
+holds at most a buffer's worth of memory.
+
+Cost per request (issue 23): the turn runs in the request's own task
+(`Agent.invoke`); no watcher task unless the turn is long (and one timer per
+event loop for all the turns that may become long); chunks go out from a
+callback scheduled when the first of a burst arrives (the frames of two loop
+passes in one write, the terminal frame with those still buffered), and a read or
+write gets a timer only when it has to wait (`nb_agents.server.asgi.step`).
 Frames carry no SSE comments or keep-alives: Genkit's JS client parses every
 frame as ``data: <json>``.
 """
@@ -38,24 +48,27 @@ frame as ``data: <json>``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from .._sync import Signal
 from ..errors import NbAgentsError
 from ..frames import frame
 from ..types import AgentInit, AgentInput, AgentOutput, AgentStreamChunk, CallOptions
+from .asgi import Started, render_json, resume, send_json_bytes, step, wire_json
 from .errors import error_body, error_response, outgoing
 
 if TYPE_CHECKING:
     from ..agent import Agent
 
 __all__ = ["SSE_HEADERS", "TurnResponse"]
+
+log = logging.getLogger("nb_agents.server")
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -66,6 +79,8 @@ ERROR_FRAME_GAP = 0.05
 """Seconds between the last chunk written and an error frame: the client reads them apart."""
 CHUNK_QUEUE_SIZE = 256  # chunks a slow reader may lag behind before the turn waits for it
 DEFAULT_WRITE_TIMEOUT = 30.0
+DISCONNECT_WATCH_AFTER = 0.1
+"""Seconds a turn runs before a watcher on its connection aborts it when the client goes away."""
 
 
 class ClientStalledError(NbAgentsError):
@@ -105,148 +120,238 @@ class TurnResponse:
         self.streaming = streaming
         self.debug = debug
 
-    def _result(self, out: AgentOutput) -> dict[str, Any]:
-        return {"result": outgoing(out.to_wire(), debug=self.debug)}
+    def _result(self, out: AgentOutput, *, ascii_only: bool) -> bytes:
+        """``{"result": <the output>}`` as it goes out (`outgoing`), JSON: ASCII for a frame."""
+        if out.error is None:  # nothing for `outgoing` to change: pydantic writes the JSON itself
+            return b'{"result":' + wire_json(out, ascii_only=ascii_only) + b"}"
+        result = {"result": outgoing(out.to_wire(), debug=self.debug)}
+        return frame(result)[6:-2] if ascii_only else render_json(result)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # a Signal, not a plain Event: the invocation reacts to it by callback, while a plain
         # Event would get a waiter task that outlives the turn (one per request, never ended)
         abort = Signal()
-        gone = False  # the client went away or stopped reading: nothing more is queued for it
-        chunks: asyncio.Queue[AgentStreamChunk] = asyncio.Queue(CHUNK_QUEUE_SIZE)
-
-        async def on_chunk(chunk: AgentStreamChunk) -> None:
-            nonlocal gone
-            if gone:
-                return
-            if not chunks.full():
-                chunks.put_nowait(chunk)
-                return
-            try:  # back-pressure: the turn waits for the writer, within the write timeout
-                async with asyncio.timeout(self.write_timeout):
-                    await chunks.put(chunk)
-            except TimeoutError:
-                gone = True  # the writer is stuck on a client that does not read
-                abort.set()
-
-        inv = self.agent.start(
-            self.init, options=self.options, on_chunk=on_chunk if self.streaming else None, abort_signal=abort
-        )
-        try:
-            inv.send(self.inp)
-        except NbAgentsError as exc:
-            inv.close()
-            if self.streaming:  # a stream answers 200 and the error frame, as Genkit's servers do
-                with contextlib.suppress(OSError, ClientStalledError):
-                    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-                    await self._write(send, frame({"error": error_body(exc, debug=self.debug)}), more=False)
-            else:
-                await error_response(exc, debug=self.debug)(scope, receive, send)
-            return
-        output = asyncio.ensure_future(inv.output())
+        running = True
+        frames = _Frames(send, self.write_timeout, abort) if self.streaming else None
 
         def client_gone() -> None:
-            nonlocal gone
-            gone = True
+            if frames is not None:
+                frames.gone = True
             # only a turn still running is aborted: a detached one goes on in the background
-            if not output.done():
+            if running:
                 abort.set()
 
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, client_gone))
+        watch = _Watch(receive, client_gone)
         try:
-            if self.streaming:
-                await self._stream(output, chunks, watcher, send)
+            if frames is not None:  # a stream's 200 goes out at once, as Genkit's servers do
+                await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            error: BaseException | None = None
+            result = b""
+            try:
+                out = await self.agent.invoke(
+                    self.inp,
+                    self.init,
+                    options=self.options,
+                    on_chunk=frames.on_chunk if frames is not None else None,
+                    abort_signal=abort,
+                )
+                result = self._result(out, ascii_only=frames is not None)
+            except Exception as exc:  # noqa: BLE001 - answered below (thrown: its status; a bug: 500)
+                error = exc
+            running = False
+            watch.stop()
+            if frames is not None:
+                if error is None:
+                    await frames.finish(b"data: " + result + b"\n\n", error=False)
+                else:
+                    await frames.finish(frame({"error": error_body(error, debug=self.debug)}), error=True)
+            elif error is not None:
+                await error_response(error, debug=self.debug)(scope, receive, send)
             else:
-                await self._plain(output, watcher, scope, receive, send)
+                await send_json_bytes(send, result)
         except (OSError, ClientStalledError):
             # ASGI 2.4 servers raise on a write to a closed connection: the client is gone;
             # one that stopped reading is dropped the same way
             client_gone()
         finally:
-            watcher.cancel()
-            if not output.done():
-                # the client went away or the server is stopping: the turn must not go on unseen
-                abort.set()
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(output), timeout=10)
+            running = False
+            watch.stop()
+            if frames is not None:
+                frames.close()
 
-    async def _plain(
-        self,
-        output: asyncio.Future[AgentOutput],
-        watcher: asyncio.Future[None],
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        await asyncio.wait(_futures(output, watcher), return_when=asyncio.FIRST_COMPLETED)
-        if not output.done():
-            return  # disconnected: the turn was aborted, and nobody is listening
-        watcher.cancel()
-        exc = output.exception()
-        if exc is not None:
-            await error_response(exc, debug=self.debug)(scope, receive, send)
+
+class _Watch:
+    """Abort on a disconnect, watched only for a turn that runs longer than `DISCONNECT_WATCH_AFTER`.
+
+    The watcher reads the connection's receive channel, which says ``http.disconnect``
+    at once for a client already gone: none is missed, some are seen late. Turns
+    wait for their watcher in their loop's `_Watches` (one timer for all of them).
+    """
+
+    __slots__ = ("on_gone", "receive", "task", "watches")
+
+    def __init__(self, receive: Receive, on_gone: Callable[[], None]) -> None:
+        self.receive = receive
+        self.on_gone = on_gone
+        self.task: asyncio.Task[None] | None = None
+        loop = asyncio.get_running_loop()
+        watches = _WATCHES.get(loop)
+        if watches is None:
+            watches = _WATCHES[loop] = _Watches(loop)
+        self.watches = watches
+        watches.add(self)
+
+    def start(self) -> None:
+        self.task = asyncio.ensure_future(_watch_disconnect(self.receive, self.on_gone))
+
+    def stop(self) -> None:
+        self.watches.waiting.pop(self, None)
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+
+class _Watches:
+    """The turns of one event loop waiting for a watcher, oldest first, and one timer for them all."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: dict[_Watch, float] = {}  # since when (loop time); insertion order is age order
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, watch: _Watch) -> None:
+        self.waiting[watch] = now = self.loop.time()
+        if self.timer is None:
+            self.timer = self.loop.call_at(now + DISCONNECT_WATCH_AFTER, self._tick)
+
+    def _tick(self) -> None:
+        self.timer = None
+        due = self.loop.time() - DISCONNECT_WATCH_AFTER
+        for watch, since in list(self.waiting.items()):
+            if since > due:
+                self.timer = self.loop.call_at(since + DISCONNECT_WATCH_AFTER, self._tick)
+                return
+            del self.waiting[watch]
+            watch.start()
+
+
+_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watches] = weakref.WeakKeyDictionary()
+
+
+class _Frames:
+    """A stream's frames: written from a callback, in the order made, each write bounded in time.
+
+    A chunk is buffered and a write scheduled for the end of the next loop pass, so
+    a burst of chunks goes out in one write (and a turn that ends in that pass sends
+    them with its result: one write per request); a write that cannot complete at once
+    (the socket is full) goes on in a task under ``write_timeout``, and chunks
+    made meanwhile wait for it (the turn waits once `CHUNK_QUEUE_SIZE` have).
+    """
+
+    def __init__(self, send: Send, write_timeout: float, abort: Signal) -> None:
+        self.send = send
+        self.write_timeout = write_timeout
+        self.abort = abort
+        self.buffer: list[bytes] = []
+        self.scheduled = False
+        self.writer: asyncio.Task[None] | None = None
+        self.gone = False  # the client went away or stopped reading: nothing more is written
+        self.closed = False  # the terminal frame went out (or the response ended)
+        self.last_write = 0.0  # when a chunk last went out (monotonic seconds)
+
+    async def on_chunk(self, chunk: AgentStreamChunk) -> None:
+        if self.gone or self.closed:
             return
-        await JSONResponse(self._result(output.result()))(scope, receive, send)
+        self.buffer.append(b'data: {"message":' + wire_json(chunk, ascii_only=True) + b"}\n\n")
+        if self.writer is not None:
+            if len(self.buffer) >= CHUNK_QUEUE_SIZE:  # back-pressure: the turn waits for the writer
+                await asyncio.wait({self.writer})  # bounded: each of its writes has the write timeout
+            return
+        if len(self.buffer) >= CHUNK_QUEUE_SIZE:  # a long burst: written now
+            self._flush()
+        elif not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush, True)
 
-    async def _stream(
-        self,
-        output: asyncio.Future[AgentOutput],
-        chunks: asyncio.Queue[AgentStreamChunk],
-        watcher: asyncio.Future[None],
-        send: Send,
-    ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        ready = b""  # frames already queued go out in one write (fewer socket writes per turn)
-        last_write = 0.0  # when a chunk last went out (monotonic seconds)
-        while True:
-            get = asyncio.ensure_future(chunks.get())
-            await asyncio.wait(_futures(get, output, watcher), return_when=asyncio.FIRST_COMPLETED)
-            if get.done():
-                ready = frame({"message": get.result().to_wire()}) + _drain(chunks)
-                if not output.done():
-                    await self._write(send, ready)
-                    ready, last_write = b"", time.monotonic()
-                    continue
-            else:
-                get.cancel()
-            if watcher.done():
-                return  # disconnected: nothing more can be written
-            break  # the output is settled
-        watcher.cancel()
-        ready += _drain(chunks)
-        exc = output.exception()
-        if exc is None:  # what is still queued goes out with the result
-            await self._write(send, ready + frame(self._result(output.result())), more=False)
+    def _flush(self, wait: bool = False) -> None:
+        if wait:  # one loop pass more: what the turn makes next (often its end) joins this write
+            asyncio.get_running_loop().call_soon(self._flush)
+            return
+        self.scheduled = False
+        if self.gone or self.closed or self.writer is not None or not self.buffer:
+            return
+        data = b"".join(self.buffer)
+        self.buffer.clear()
+        try:
+            started = step(self.send({"type": "http.response.body", "body": data, "more_body": True}))
+        except Exception as exc:  # noqa: BLE001 - a failed write drops the client
+            self._lost(exc)
+            return
+        if started.done:
+            self.last_write = time.monotonic()
+        else:  # the socket is full: the write goes on in a task, within the write timeout
+            self.writer = asyncio.ensure_future(self._finish_write(started))
+
+    async def _finish_write(self, started: Started) -> None:
+        try:
+            async with asyncio.timeout(self.write_timeout) as deadline:
+                await resume(started)
+                self.last_write = time.monotonic()
+                while self.buffer and not (self.gone or self.closed):
+                    deadline.reschedule(asyncio.get_running_loop().time() + self.write_timeout)
+                    data = b"".join(self.buffer)
+                    self.buffer.clear()
+                    await self.send({"type": "http.response.body", "body": data, "more_body": True})
+                    self.last_write = time.monotonic()
+        except Exception as exc:  # noqa: BLE001 - a stalled or failed write drops the client
+            self._lost(exc)
+        finally:
+            self.writer = None
+
+    def _lost(self, exc: BaseException) -> None:
+        if not isinstance(exc, OSError | TimeoutError):
+            log.error("writing a stream to its client failed", exc_info=exc)
+        self.gone = True
+        self.abort.set()  # a no-op once the turn has ended
+
+    async def finish(self, last: bytes, *, error: bool) -> None:
+        """Write what is buffered and the terminal frame `last` (an error frame in a write of its own)."""
+        if self.writer is not None:
+            await asyncio.wait({self.writer})
+        if self.gone or self.closed:
+            return
+        ready = b"".join(self.buffer)
+        self.buffer.clear()
+        if not error:  # what is still buffered goes out with the result
+            await self._write(ready + last, more=False)
             return
         if ready:
-            await self._write(send, ready)
-            last_write = time.monotonic()
+            await self._write(ready, more=True)
+            self.last_write = time.monotonic()
         # the error frame in a write (and a read) of its own: see the module docstring
-        gap = last_write + ERROR_FRAME_GAP - time.monotonic()
+        gap = self.last_write + ERROR_FRAME_GAP - time.monotonic()
         if gap > 0:
             await asyncio.sleep(gap)
-        await self._write(send, frame({"error": error_body(exc, debug=self.debug)}), more=False)
+        await self._write(last, more=False)
 
-    async def _write(self, send: Send, data: bytes, *, more: bool = True) -> None:
+    async def _write(self, data: bytes, *, more: bool) -> None:
+        if not more:
+            self.closed = True
+        started = step(self.send({"type": "http.response.body", "body": data, "more_body": more}))
+        if started.done:
+            return
         try:
             async with asyncio.timeout(self.write_timeout):
-                await send({"type": "http.response.body", "body": data, "more_body": more})
+                await resume(started)
         except TimeoutError:
             raise ClientStalledError(
                 f"the client read nothing for {self.write_timeout:g} s (write_timeout)"
             ) from None
 
-
-def _drain(chunks: asyncio.Queue[AgentStreamChunk]) -> bytes:
-    """The frames of every chunk already queued, joined."""
-    out = b""
-    while not chunks.empty():
-        out += frame({"message": chunks.get_nowait().to_wire()})
-    return out
-
-
-def _futures(*futures: asyncio.Future[Any]) -> set[asyncio.Future[Any]]:
-    return set(futures)
+    def close(self) -> None:
+        self.closed = True
+        if self.writer is not None:
+            self.writer.cancel()
 
 
 async def _watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:

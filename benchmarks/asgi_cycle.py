@@ -1,0 +1,160 @@
+"""S5's approval cycle through `nb-agents serve`'s app, called as ASGI in this process (issue 23).
+
+No sockets, no HTTP parser, no other process: the app (`build_app` over
+`peers/nb_agents/s5_app.py`, on SQLite) is called with ASGI scopes and the
+messages uvicorn would give it, one cycle at a time (POST the message, POST the
+approval), so what is measured is the app's own CPU per cycle: the turn route,
+the engine and the store. JSON and SSE apart, alternated in rounds; with
+``--profile`` a cProfile of the given mode (cumulative and own time, top
+functions) instead of timings. ``--tree DIR`` times another tree's nb_agents
+(``git archive <commit> nb_agents | tar -x -C DIR``), for before/after::
+
+    .venv/bin/python benchmarks/asgi_cycle.py [--cycles 2000] [--rounds 3] [--tree DIR]
+    .venv/bin/python benchmarks/asgi_cycle.py --profile json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _scope(path: str, sse: bool, length: int) -> dict[str, Any]:
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]
+    headers.append((b"content-length", str(length).encode()))
+    if sse:
+        headers.append((b"accept", b"text/event-stream"))
+    return {
+        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}, "http_version": "1.1",
+        "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
+        "query_string": b"", "headers": headers, "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80),
+        "state": {},
+    }  # fmt: skip
+
+
+async def post(app: Any, body: dict[str, Any], sse: bool) -> dict[str, Any]:
+    """One request; its result (the last SSE frame's, or the JSON body's)."""
+    raw = json.dumps(body).encode()
+    done = asyncio.Event()
+    sent: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        if not sent and not done.is_set() and raw_left:
+            raw_left.clear()
+            return {"type": "http.request", "body": raw, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                done.set()
+
+    raw_left = [True]
+    await app(_scope("/bench", sse, len(raw)), receive, send)
+    text = b"".join(sent).decode()
+    if sse:
+        last = text.strip().split("\n\n")[-1]
+        return dict(json.loads(last[len("data: ") :])["result"])
+    return dict(json.loads(text)["result"])
+
+
+async def cycle(app: Any, n: int, sse: bool) -> None:
+    msg = {"role": "user", "content": [{"text": f"transfer c{n}"}]}
+    first = await post(app, {"data": {"message": msg}, "init": {}}, sse)
+    [held] = [p for p in first["message"]["content"] if (p.get("metadata") or {}).get("interrupt")]
+    restart = {"toolRequest": held["toolRequest"], "metadata": {"resumed": {"toolApproved": True}}}
+    final = await post(
+        app, {"data": {"resume": {"restart": [restart]}}, "init": {"snapshotId": first["snapshotId"]}}, sse
+    )
+    assert final["finishReason"] == "stop", final
+
+
+def build(work: str) -> Any:
+    os.environ.setdefault("NB_BENCH_LEDGER", os.path.join(work, "ledger.txt"))
+    from nb_agents.server.cli import build_app, load_target
+
+    app, _ = build_app(
+        load_target(os.path.join(HERE, "peers", "nb_agents", "s5_app.py") + ":agent"),
+        store=f"sqlite:///{work}/s5.db",
+    )
+    return app
+
+
+async def clients(app: Any, first: int, cycles: int, sse: bool, concurrency: int) -> None:
+    """`cycles` cycles by `concurrency` clients at once, numbered from `first`."""
+    per = cycles // concurrency
+
+    async def one(c: int) -> None:
+        for k in range(per):
+            await cycle(app, first + c * per + k, sse)
+
+    await asyncio.gather(*(one(c) for c in range(concurrency)))
+
+
+async def timed(cycles: int, rounds: int, concurrency: int = 1) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"json": [], "sse": []}
+    with tempfile.TemporaryDirectory(prefix="asgi-cycle-") as work:
+        app = build(work)
+        for i in range(200):
+            await cycle(app, -i - 1, i % 2 == 1)
+        n = 0
+        for _ in range(rounds):
+            for mode in ("json", "sse"):
+                t0 = time.process_time()
+                await clients(app, n, cycles, mode == "sse", concurrency)
+                n += cycles
+                out[mode].append(round((time.process_time() - t0) * 1e6 / cycles, 1))
+    return out
+
+
+async def profiled(mode: str, cycles: int) -> None:
+    import cProfile
+    import pstats
+
+    with tempfile.TemporaryDirectory(prefix="asgi-cycle-") as work:
+        app = build(work)
+        for i in range(200):
+            await cycle(app, -i - 1, mode == "sse")
+        prof = cProfile.Profile()
+        prof.enable()
+        for n in range(cycles):
+            await cycle(app, n, mode == "sse")
+        prof.disable()
+    stats = pstats.Stats(prof)
+    stats.sort_stats("cumulative").print_stats(60)
+    stats.sort_stats("tottime").print_stats(40)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tree", help="a directory holding another tree's nb_agents/ to time instead")
+    parser.add_argument("--profile", choices=["json", "sse"])
+    parser.add_argument("--concurrency", type=int, default=1, help="clients at once (timings)")
+    opts = parser.parse_args()
+    if opts.tree:
+        sys.path.insert(0, opts.tree)
+    sys.path.insert(0, os.path.join(HERE, "peers", "nb_agents"))
+    import nb_agents
+
+    if opts.profile:
+        asyncio.run(profiled(opts.profile, opts.cycles))
+        return 0
+    res = asyncio.run(timed(opts.cycles, opts.rounds, opts.concurrency))
+    print(json.dumps({"tree": os.path.dirname(os.path.dirname(nb_agents.__file__)), "us_per_cycle": res}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
