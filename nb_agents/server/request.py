@@ -30,20 +30,20 @@ state blob, ...) is not a request error: see `nb_agents.server.turn`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 
 from .._engine import check_init_ids, check_json
 from .._json import MAX_JSON_DEPTH, check_value
 from .._json import _int as _json_int
 from ..errors import InvalidArgumentError, RequestError
 from ..types import AgentInit, AgentInput, ToolResume
+from .asgi import header, read_asgi_body
 
 __all__ = [
     "ENVELOPE_KEYS",
@@ -69,42 +69,11 @@ _SHOWN_ERRORS = 5
 _SUSPECT = re.compile(r"\\u(?:0000|[dD][89a-fA-F])|NaN|Infinity|[0-9]{200}|[eE][+-]?[0-9]{3}")
 
 
-async def read_body(request: Request, limit: int, timeout: float | None = None) -> bytes:
+async def read_body(request: Request, limit: int, timeout: float) -> bytes:
     """The request body, refused with 413 as soon as it is known to exceed `limit` bytes,
-    and with 408 when it has not all arrived `timeout` seconds after reading began."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise RequestError(f"the Content-Length header is not a number: {declared!r}") from None
-        if size > limit:
-            raise _too_large(limit, f"{size} bytes")
-    body = bytearray()
-    try:
-        async with asyncio.timeout(timeout):
-            async for piece in request.stream():
-                body += piece
-                if len(body) > limit:
-                    raise _too_large(limit, "more")
-    except ClientDisconnect:
-        raise RequestError("the client went away while sending the request", status="CANCELLED") from None
-    except TimeoutError:
-        raise RequestError(
-            f"the request body did not arrive within {timeout:g} s (body_timeout); send it at once",
-            status="DEADLINE_EXCEEDED",
-            http_code=408,
-        ) from None
-    return bytes(body)
-
-
-def _too_large(limit: int, got: str) -> RequestError:
-    return RequestError(
-        f"the request body ({got}) is larger than this server accepts ({limit} bytes, max_body_bytes); "
-        "send a smaller request",
-        status="RESOURCE_EXHAUSTED",
-        http_code=413,
-    )
+    and with 408 when it has not all arrived `timeout` seconds after reading began
+    (`nb_agents.server.asgi.read_asgi_body`, which the lean turn route calls itself)."""
+    return await read_asgi_body(header(request.scope, b"content-length"), request.receive, limit, timeout)
 
 
 def parse_envelope(

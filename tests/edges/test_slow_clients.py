@@ -105,8 +105,13 @@ def test_slow_headers_and_bodies_are_cut_off(serve: Any) -> None:
     body.sendall(
         b"POST /bank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
     )
+    companion = socket.create_connection(("127.0.0.1", server.port), timeout=5)  # a route beside the turn's
+    companion.sendall(
+        b"POST /bank/getSnapshot HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
     start = time.monotonic()
-    for s, code in ((idle, b"408"), (partial, b"408"), (body, b"408")):
+    for s, code in ((idle, b"408"), (partial, b"408"), (body, b"408"), (companion, b"408")):
         data = s.recv(4096)
         assert data.startswith(b"HTTP/1.1 " + code), data[:120]
         s.close()
