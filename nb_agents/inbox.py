@@ -27,7 +27,7 @@ The same module holds the wire form of a listing (`turn_to_wire`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -68,8 +68,7 @@ def _approval_shaped(schema: Any) -> bool:
 
 
 def _tool_of(item: InboxItem) -> Tool | None:
-    tools: Mapping[str, Tool] = getattr(item.turn.agent, "tools", {})
-    return tools.get(item.tool)
+    return item.turn.agent.tools.get(item.tool)
 
 
 def _shape(item: InboxItem) -> str:

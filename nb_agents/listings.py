@@ -181,7 +181,7 @@ class InboxItem:
         """What the notebook form leads with: a title, the question, the arguments as rows."""
         from .render.summary import interrupt_summary
 
-        tool = getattr(self.turn.agent, "tools", {}).get(self.tool)
+        tool = self.turn.agent.tools.get(self.tool)
         return interrupt_summary(
             self.interrupt.part,
             input_schema=tool.input_schema if tool is not None else None,

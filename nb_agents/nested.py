@@ -179,12 +179,12 @@ def interrupts_of(parts: Sequence[Part]) -> list[AgentInterrupt]:
 
 def tool_for(tools: Mapping[str, Any], interrupt: AgentInterrupt) -> Any:
     """The tool an interrupt waits on, looked up through the sub-agent tools on its path; None if unknown."""
-    path = getattr(interrupt, "chain", None)
+    path = interrupt.chain if isinstance(interrupt, NestedInterrupt) else ()
     found: Mapping[str, Any] = tools
-    for parent in path or ():
+    for parent in path:
         assert parent.tool_request is not None
         step = found.get(parent.tool_request.name)
-        nested = getattr(step, "subagent_tools", None)
+        nested = step.subagent_tools if step is not None else None
         if nested is None:
             return None
         found = nested
@@ -347,7 +347,7 @@ def _check_leaf(kind: str, part: Part, original: Part, tools: Mapping[str, Any] 
         resumed = (part.metadata or {}).get("resumed")
         inner = nested_answer(resumed)
         if deeper is not None and inner is not None:
-            check_answer(inner, deeper, getattr(tool, "subagent_tools", None), where=here)
+            check_answer(inner, deeper, tool.subagent_tools if tool is not None else None, where=here)
             return
         if tool is not None:
             check: Callable[[Any, Any], None] = tool.check_resume

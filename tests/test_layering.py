@@ -185,3 +185,45 @@ def test_the_remote_client_sits_on_the_chat_seam_not_on_the_local_agent() -> Non
 def test_the_wire_types_import_no_renderer() -> None:
     assert "nb_agents.render" not in reaches("nb_agents.types")
     assert "nb_agents.render" not in reaches("nb_agents.responses")
+
+
+# -- the house's shape (issue 22) ---------------------------------------------------------------
+MAX_MODULE_LINES = 400
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_over_400_lines(module: str) -> None:
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_MODULE_LINES, f"{module} has {lines} lines; split it by concept"
+
+
+def probes(source: str) -> list[str]:
+    """``hasattr``/``getattr`` calls on an agent, or on an exception for its ``status``, in `source`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id not in ("hasattr", "getattr") or len(node.args) < 2:
+            continue
+        target, name = ast.unparse(node.args[0]), node.args[1]
+        asks_status = isinstance(name, ast.Constant) and name.value == "status"
+        if "agent" in target.lower() or (asks_status and target in ("exc", "err", "error", "e")):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_no_caller_probes_an_agent_or_an_error() -> None:
+    """The agent verbs are declared on `BaseAgent` and errors are `NbAgentsError`s: callers never probe."""
+    found = {m: p for m, path in MODULES.items() if (p := probes(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_probe_finder_finds_probes() -> None:
+    source = (
+        "hasattr(agent, 'fork')\ngetattr(self.agent, 'rules', None)\nhasattr(exc, 'status')\nhasattr(x, 'y')"
+    )
+    assert probes(source) == [
+        "hasattr(agent, 'fork')",
+        "getattr(self.agent, 'rules', None)",
+        "hasattr(exc, 'status')",
+    ]

@@ -200,13 +200,9 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
             coro.close()  # a read or a batch is under way: this click is ignored
 
     async def _listing(self, agent: BaseAgent) -> list[InboxItem]:
-        pending = getattr(agent, "pending", None)
-        if pending is None:
-            raise NbAgentsError(f"agent '{agent.name}' cannot list what waits (it has no pending())")
-        if isinstance(agent, Agent):
-            turns = await agent.pending(context=self.context, **self._filters)  # type: ignore[arg-type]
-        else:
-            turns = await pending(**self._filters)
+        # the notebook's principal is a local agent's caller; a remote agent's is its API key
+        context = self.context if isinstance(agent, Agent) else None
+        turns = await agent.pending(context=context, **self._filters)  # type: ignore[arg-type]
         return list(turns.items())
 
     async def refresh(self) -> None:

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .._sync import run
+from ..agent import Agent
 from ..chat import Chat
 from ..expiry import parse as parse_time
 from ..nested import innermost, nested_answer
@@ -35,6 +36,7 @@ from ..render.answers import answer_line, answer_verb
 from ..render.timeline import Step, Turn, Wait, timeline_html, timeline_text
 from ..responses import AgentResponse
 from ..stores.base import AuditRecord
+from ..subagents import SubAgentTool
 from ..types import Message, SessionSnapshot
 
 __all__ = ["Step", "Timeline", "Turn", "Wait"]
@@ -106,7 +108,7 @@ def _as_part(rec: AuditRecord) -> Any:
 
 
 # -- loading -------------------------------------------------------------------------------------
-async def _lineage(agent: Any, snapshot_id: str | None, limit: int) -> list[SessionSnapshot]:
+async def _lineage(agent: Agent, snapshot_id: str | None, limit: int) -> list[SessionSnapshot]:
     """The rows from a session's first turn to `snapshot_id`, oldest first (at most `limit`)."""
     rows: list[SessionSnapshot] = []
     seen: set[str] = set()
@@ -120,15 +122,13 @@ async def _lineage(agent: Any, snapshot_id: str | None, limit: int) -> list[Sess
     return rows[::-1]
 
 
-async def _turns(agent: Any, rows: Sequence[SessionSnapshot], context: bool, depth: int) -> list[Turn]:
+async def _turns(agent: Agent, rows: Sequence[SessionSnapshot], context: bool, depth: int) -> list[Turn]:
     """The turns of `rows` (one session's, oldest first); with `context`, the first row only says
     what the second continued from (the pause its answer waited on)."""
     if not rows:
         return []
     session_id = rows[-1].session_id
-    audit: list[AuditRecord] = (
-        list(await agent.audit(session_id)) if session_id and hasattr(agent, "audit") else []
-    )
+    audit: list[AuditRecord] = list(await agent.audit(session_id)) if session_id else []
     turns: list[Turn] = []
     for i, row in enumerate(rows):
         if i == 0 and (context or row.fork_of is not None):
@@ -146,7 +146,7 @@ async def _turns(agent: Any, rows: Sequence[SessionSnapshot], context: bool, dep
         if row.finish_reason == "interrupted" and messages:
             steps += _held(messages[-1])
         turn = Turn(
-            str(row.agent or getattr(agent, "name", "")),
+            str(row.agent or (agent.name if agent is not None else "")),
             start,
             ms,
             str(row.finish_reason or row.status or "unknown"),
@@ -167,14 +167,14 @@ async def _turns(agent: Any, rows: Sequence[SessionSnapshot], context: bool, dep
     return turns
 
 
-async def _attach_subagents(agent: Any, turns: list[Turn], session_id: str | None, depth: int) -> None:
+async def _attach_subagents(agent: Agent, turns: list[Turn], session_id: str | None, depth: int) -> None:
     """Put each sub-agent call's own turns under the tool rows that ran them (in order)."""
-    tools = getattr(agent, "tools", {}) or {}
-    subs = {name: t.agent for name, t in tools.items() if hasattr(t, "subagent_tools")}
+    tools = agent.tools if agent is not None else {}
+    subs = {name: t.agent for name, t in tools.items() if isinstance(t, SubAgentTool)}
     if not subs or not session_id:
         return
     for name, child in subs.items():
-        store = getattr(child, "store", None)
+        store = child.store
         if store is None:
             continue
         runs: dict[str | None, list[tuple[Step, datetime | None]]] = {}
@@ -225,22 +225,19 @@ async def load(source: AgentResponse | Chat, *, limit: int = 200) -> list[Turn]:
     """The turns `Timeline` shows for a response (its turn) or a chat (its session)."""
     chat = source if isinstance(source, Chat) else source.chat
     agent = chat.agent if chat is not None else None
-    store = getattr(agent, "store", None)
+    local = agent if isinstance(agent, Agent) and agent.store is not None else None
     if isinstance(source, AgentResponse):
-        if store is not None and source.snapshot_id:
-            snap = await agent.get_snapshot(source.snapshot_id)  # type: ignore[union-attr]
+        if local is not None and source.snapshot_id:
+            snap = await local.get_snapshot(source.snapshot_id)
             if snap is not None:
-                parent = await agent.get_snapshot(snap.parent_id) if snap.parent_id else None  # type: ignore[union-attr]
+                parent = await local.get_snapshot(snap.parent_id) if snap.parent_id else None
                 rows = [parent, snap] if parent is not None else [snap]
-                return (
-                    (await _turns(agent, rows, True, 0))
-                    if parent is not None
-                    else await _turns(agent, rows, False, 0)
-                )
-        return [_in_process(source, getattr(agent, "name", ""))]
-    if store is not None and source.snapshot_id:
-        return await _turns(agent, await _lineage(agent, source.snapshot_id, limit), False, 0)
-    return [_in_process(source.last, getattr(agent, "name", ""))] if source.last is not None else []
+                return await _turns(local, rows, parent is not None, 0)
+        return [_in_process(source, agent.name if agent is not None else "")]
+    if local is not None and source.snapshot_id:
+        return await _turns(local, await _lineage(local, source.snapshot_id, limit), False, 0)
+    name = agent.name if agent is not None else ""
+    return [_in_process(source.last, name)] if source.last is not None else []
 
 
 def _in_process(res: AgentResponse, agent: str) -> Turn:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -185,6 +185,11 @@ class Tool:
                 metadata=meta,
             )
         return self._definition
+
+    @property
+    def subagent_tools(self) -> Mapping[str, Tool] | None:
+        """The tools of the agent this tool runs (a sub-agent tool's); None for every other tool."""
+        return None
 
     def approval_needed(self, resumed: Any = None) -> bool | None:
         """Whether a call needs a person's decision: True (held even without `ToolApproval`),

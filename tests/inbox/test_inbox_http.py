@@ -219,3 +219,23 @@ async def test_a_receiver_that_is_down_gets_the_pause_when_it_is_back(setup: Set
     setup.receiver = Receiver(_key(SECRET), port=port)  # back: a retry finds it
     got = event_for(setup, res.session_id or "")
     assert got.verified and got.json["snapshotId"] == res.snapshot_id
+
+
+async def test_the_inbox_widget_answers_a_served_agent(setup: Setup) -> None:
+    """`Inbox` over `RemoteAgent`s: the approver's rows come from the server's /pending, answered once."""
+    from nb_agents.notebook import Inbox
+
+    ana, lee = setup.remote("ana"), setup.remote("lee")
+    res = await ana.chat().send(directive(call("w1", 5)))
+    inbox = await Inbox(lee, tick=None)
+    rows = [r for r in inbox.rows if r.item.session_id == res.session_id]
+    assert [r.item.interrupt.ref for r in rows] == ["w1"] and rows[0].item.turn.requested_by == "ana"
+    before = setup.runs().count("w1")
+    rows[0].selected.value = True
+    outcomes = await inbox.send("approve")
+    assert [o.ok for o in outcomes] == [True]
+    assert setup.runs().count("w1") == before + 1
+    assert [r for r in inbox.rows if r.item.session_id == res.session_id] == []
+    # a second inbox finds nothing left of it
+    again = await Inbox(lee, tick=None)
+    assert [r for r in again.rows if r.item.session_id == res.session_id] == []
