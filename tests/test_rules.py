@@ -415,3 +415,29 @@ async def test_revokes_racing_turns_that_finish_at_any_moment_stay_revoked(kind:
             await anyio.sleep(rng.uniform(0, 0.03))
             await agent.revoke_rule(sid, rule.id)
         assert list(await agent.rules(sid)) == [], (trial, delay)
+
+
+async def test_a_new_session_reads_no_rules_and_a_continued_one_reads_them_live(tmp_path: Path) -> None:
+    """A turn that starts a session (no id came in) has no rules to read: nobody else knows its id."""
+    reads: list[str] = []
+
+    class Counting(nba.SqliteSessionStore):
+        async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
+            reads.append(session_id)
+            return await super().get_rules(session_id)
+
+    store = Counting(tmp_path / "rules.db")
+    tables = Tables()
+    agent = agent_on(store, tables)
+    chat = agent.chat()
+    held = await chat.send("readTable sales")
+    assert held.finish_reason == "interrupted" and reads == []
+    await chat.resume(restart=[held.interrupts[0].approve(always=True)])
+    again = await chat.send("readTable sales")  # the same session: its rule is read, and answers
+    assert again.finish_reason == "stop" and reads and set(reads) == {held.session_id}
+    assert tables.ran == [("readTable", "sales"), ("readTable", "sales")]
+    # a second tab on the session id reads them too
+    other = agent.chat(session_id=held.session_id)
+    before = len(reads)
+    assert (await other.send("readTable sales")).finish_reason == "stop" and len(reads) > before
+    store.close()

@@ -210,7 +210,9 @@ class Turn:
         if self.attempt is not None:
             ctx.idempotency_base = self.attempt.idempotency_base
         store = self.store
-        if store is not None:
+        init = inv.init
+        # a session this turn starts (no id came in) has no rules yet: nobody else knows its id
+        if store is not None and (init.snapshot_id or init.session_id or init.state is not None):
             session_id = session.session_id
             ctx.stored_rules = lambda: store.get_rules(session_id)  # live: read when a decision needs them
         ctx.decided = self.decided
