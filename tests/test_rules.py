@@ -441,3 +441,24 @@ async def test_a_new_session_reads_no_rules_and_a_continued_one_reads_them_live(
     before = len(reads)
     assert (await other.send("readTable sales")).finish_reason == "stop" and len(reads) > before
     store.close()
+
+
+async def test_a_rule_made_in_a_connection_answers_its_next_turn() -> None:
+    """The connection's first turn started the session; its later turns read the rules its answers made."""
+    tables = Tables()
+    agent = agent_on(nba.InMemorySessionStore(), tables)
+    async with agent.connect() as conn:
+        conn.send_text("readTable sales")
+        async for _ in conn.receive():
+            pass
+        (item,) = (await agent.pending()).items()
+        conn.send_resume(nba.ToolResume(restart=[item.interrupt.approve(always=True)]))
+        async for _ in conn.receive():
+            pass
+        conn.send_text("readTable sales")  # the rule answers it: no pause
+        async for _ in conn.receive():
+            pass
+        conn.close()
+        out = await conn.output()
+    assert out.finish_reason == "stop"
+    assert tables.ran == [("readTable", "sales"), ("readTable", "sales")]

@@ -211,8 +211,10 @@ class Turn:
             ctx.idempotency_base = self.attempt.idempotency_base
         store = self.store
         init = inv.init
-        # a session this turn starts (no id came in) has no rules yet: nobody else knows its id
-        if store is not None and (init.snapshot_id or init.session_id or init.state is not None):
+        # the first turn of a session it starts (no id came in) has no rules to read: nobody else
+        # knows the session's id yet, and no answer of it has made one
+        starts = self.index == 0 and not (init.snapshot_id or init.session_id or init.state is not None)
+        if store is not None and not starts:
             session_id = session.session_id
             ctx.stored_rules = lambda: store.get_rules(session_id)  # live: read when a decision needs them
         ctx.decided = self.decided
