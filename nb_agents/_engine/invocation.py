@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .._json import check_value
 from .._sync import Signal
@@ -285,43 +284,6 @@ class Invocation:
             authorize=self.spec.authorize,
         )  # fmt: skip
 
-    async def _wait_turn(
-        self, task: asyncio.Task[Any], snapshot_id: str | None, parent_id: str | None
-    ) -> bool:
-        """Wait for the turn; detach on request; True when it was aborted.
-
-        Abort and detach arrive as signal callbacks, so a turn that is neither
-        costs no extra task.
-        """
-        aborted = False
-
-        def on_abort() -> None:
-            nonlocal aborted
-            if not task.done():
-                aborted = True
-                task.cancel()
-
-        def on_detach() -> None:
-            if not self.detached and self._detaching is None:
-                self._detaching = asyncio.ensure_future(self._go_detached(snapshot_id, parent_id))
-
-        stop_abort = self._abort.add_callback(on_abort)
-        stop_detach = self._detach_requested.add_callback(on_detach)
-        try:
-            await task
-        except asyncio.CancelledError:
-            if not aborted:
-                raise  # we were cancelled ourselves
-        except Exception:  # noqa: BLE001 - the caller reads it from task.exception()
-            pass
-        finally:
-            stop_abort()
-            stop_detach()
-            if self._detaching is not None:
-                await self._detaching
-                self._detaching = None
-        return aborted or task.cancelled()
-
     # -- detach -----------------------------------------------------------------
     async def _go_detached(self, snapshot_id: str | None, parent_id: str | None) -> None:
         if self.detached:
@@ -333,18 +295,18 @@ class Invocation:
             AgentOutput(session_id=self.session.session_id, snapshot_id=snapshot_id, finish_reason="detached")
         )
 
-    async def _start_pending(self, snapshot_id: str, parent_id: str | None, *, written: bool = False) -> None:
-        """Write the turn's pending row (once; a claim has `written` it) and keep its heartbeat fresh."""
+    async def _start_pending(self, snapshot_id: str, parent_id: str | None) -> None:
+        """Write the turn's pending row (once: a claim wrote it with itself) and keep its heartbeat
+        fresh."""
         assert self.store is not None
         if snapshot_id in self._watching:
             return
         self._watching.add(snapshot_id)
-        if not written:
-            assert self.session is not None
-            pending = pending_row(
-                snapshot_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
-            )
-            await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
+        assert self.session is not None
+        pending = pending_row(
+            snapshot_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
+        )
+        await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
         keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)  # issue 23: no task
 
 

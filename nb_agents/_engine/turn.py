@@ -42,7 +42,7 @@ from . import observe
 from .audit import asks_rule, turn_audit
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
-from .heartbeat import pending_row
+from .heartbeat import keep_alive, pending_row
 from .loading import session_of
 from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
@@ -172,7 +172,8 @@ class Turn:
             inv.preempted = True
             return self._refused(outcome.error)
         self.attempt, self.answering = outcome, True
-        await inv._start_pending(snapshot_id, parent_id, written=True)
+        inv._watching.add(snapshot_id)  # its pending row went in with the claim: keep it fresh
+        keep_alive(store, snapshot_id, done=inv.finished, on_abort=inv._abort.set)
         return None
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:
@@ -224,13 +225,46 @@ class Turn:
         if inp.detach or inv._detach_requested.is_set():
             # the pending row exists before the turn starts, and nothing it emits is streamed
             await inv._go_detached(self.snapshot_id, inv.parent_id)
-        task: asyncio.Task[Message | str | None] = asyncio.ensure_future(inv.spec.handler(inp, ctx))
-        if await inv._wait_turn(task, self.snapshot_id, inv.parent_id):
+        if inv._abort.is_set():
+            return Aborted()  # aborted before it started: nothing runs
+        # the handler runs in this task: an abort cancels it here (and only that cancel is
+        # taken back), a detach moves the rest of the turn out of the caller's sight
+        task = asyncio.current_task()
+        assert task is not None
+        aborted = False
+
+        def on_abort() -> None:
+            nonlocal aborted
+            aborted = True
+            task.cancel()
+
+        def on_detach() -> None:
+            if not inv.detached and inv._detaching is None:
+                inv._detaching = asyncio.ensure_future(inv._go_detached(self.snapshot_id, inv.parent_id))
+
+        stop_abort = inv._abort.add_callback(on_abort)
+        # a closed invocation takes no more input, so no detach can be asked of it
+        stop_detach = inv._detach_requested.add_callback(on_detach) if not inv.closed else None
+        try:
+            result = await inv.spec.handler(inp, ctx)
+        except asyncio.CancelledError:
+            if not aborted:
+                raise  # the caller was cancelled, not the turn aborted
+            result = None
+        except Exception as exc:  # noqa: BLE001 - recorded as the turn's failure
+            if not aborted:
+                return Failed(exc)
+        finally:
+            stop_abort()
+            if stop_detach is not None:
+                stop_detach()
+            if aborted:
+                task.uncancel()
+            if inv._detaching is not None:
+                await inv._detaching
+                inv._detaching = None
+        if aborted:
             return Aborted()
-        failure = task.exception()
-        if failure is not None:
-            return Failed(failure)
-        result = task.result()
         reply = result if result is None or isinstance(result, Message) else as_message(result)
         if reply is not None and (not session.messages or session.messages[-1] is not reply):
             session.messages.append(reply)

@@ -278,13 +278,13 @@ class Fast:
 
     def claim(
         self, conn: sqlite3.Connection, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
-    ) -> bool | str:
-        """Claim, with the pending row, in one transaction: True when this call won, else `SLOW`
+    ) -> str | None:
+        """Claim, with the pending row, in one transaction: None when this call won, else `SLOW`
         (the claim was taken, or the child's row exists: the general path reads what is there)."""
         params = {"snap": encode_id(snapshot_id), "digest": encode_digest(claim.digest)}
         params["child"] = encode_id(claim.child_id)
         if pending is None:  # one statement
-            return conn.execute(_CLAIM, params).rowcount == 1 or SLOW
+            return None if conn.execute(_CLAIM, params).rowcount == 1 else SLOW
         if claim.child_id in self.rows:
             return SLOW
         own = not conn.in_transaction  # else a batch's, which rolls back a `SLOW`
@@ -302,7 +302,7 @@ class Fast:
         if isinstance(done, str) or not won:
             return SLOW
         self.remember([done[1]])
-        return True
+        return None
 
     def _save(
         self,

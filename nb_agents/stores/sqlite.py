@@ -48,7 +48,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import anyio.to_thread
 
 from ..types import SessionSnapshot
-from ._base import SLOW, BaseSessionStore, with_effective_status
+from ._base import BaseSessionStore, with_effective_status
 from ._changes import shared
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
@@ -165,8 +165,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
     async def _claim_fast(
         self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
     ) -> ResumeClaim | str | None:
-        won = await self._call(True, self._fast.claim, snapshot_id, claim, pending)
-        return None if won is True else SLOW  # taken already: the general path reads the claim
+        return await self._call(True, self._fast.claim, snapshot_id, claim, pending)
 
     async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
         """The session's approval rules as they are now, oldest first."""
