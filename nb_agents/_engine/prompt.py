@@ -95,10 +95,9 @@ class PromptTurn:
 
     async def _list_toolsets(self) -> ToolRunner:
         """List every toolset (they cache and reconnect); the runner for this turn's tools."""
-        if self.toolsets:
-            listings = [await ts.list_tools() for ts in self.toolsets]
-            if self.tools.rebuild(listings):
-                self._rebuilt()
+        listings = [await ts.list_tools() for ts in self.toolsets]
+        if self.tools.rebuild(listings):
+            self._rebuilt()
         return self._runner
 
     @property
@@ -132,8 +131,9 @@ class PromptTurn:
         (`validate_resume`) and decided on its real tools, not stand-ins.
         """
         assert inp.resume is not None
-        runner = await self._list_toolsets()
+        runner = self._runner
         if self.toolsets:
+            runner = await self._list_toolsets()
             validate_resume(
                 inp.resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
             )
@@ -142,7 +142,7 @@ class PromptTurn:
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message
         index = 0
-        runner = await self._list_toolsets()
+        runner = await self._list_toolsets() if self.toolsets else self._runner
         if inp.resume is not None:
             # the answers were checked and decided before the claim (`decide_answers`)
             paused, tool_msg, model_msg = await runner.resume(inp.resume, messages[-1], ctx)
@@ -177,7 +177,7 @@ class PromptTurn:
             tool_msg = Message(
                 role="tool",
                 content=[
-                    tool_response(p, o.output, o.response_metadata())  # type: ignore[union-attr]
+                    tool_response(p, o)  # type: ignore[arg-type]  # no call paused: each is Done
                     for p, o in zip(requests, outcomes, strict=True)
                 ],
             )
@@ -198,7 +198,7 @@ class PromptTurn:
         return msg
 
     async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
-        model = self.model
+        model = self._model or self.model  # resolved on the first call
         definitions = self._definitions
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],

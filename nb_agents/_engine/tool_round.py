@@ -44,13 +44,6 @@ class Done:
     output: Any
     rule: dict[str, Any] | None = None  # the approval rule that answered the call, if one did
 
-    def response_metadata(self) -> dict[str, Any] | None:
-        """What the call's tool response says of the rule that answered it (Genkit's metadata slot)."""
-        if self.rule is None:
-            return None
-        key = "deniedBy" if self.rule.get("action") == "deny" else "approvedBy"
-        return {key: {"rule": self.rule["rule"]}}
-
 
 @dataclass(slots=True)
 class Paused:
@@ -312,11 +305,9 @@ class ToolRunner:
                 tr = part.tool_request
                 responses.append(responds[(tr.name, tr.ref)])
             elif source[i] == "pending":
-                responses.append(
-                    tool_response(part, out.output, {"source": "pending", **(out.response_metadata() or {})})
-                )
+                responses.append(tool_response(part, out, "pending"))
             else:
-                responses.append(tool_response(part, out.output, out.response_metadata()))
+                responses.append(tool_response(part, out))
             if source[i] == "pending":
                 resolved.append(part.with_metadata(pendingOutput=None, pendingRule=None))
             else:
@@ -347,11 +338,18 @@ def _same_rule(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return (a.get("tool"), a.get("scope"), a.get("input")) == (b.get("tool"), b.get("scope"), b.get("input"))
 
 
-def tool_response(request: Part, output: Any, metadata: dict[str, Any] | None = None) -> Part:
-    """The ``toolResponse`` part answering `request` with `output`."""
+def tool_response(request: Part, done: Done, source: str | None = None) -> Part:
+    """The ``toolResponse`` part answering `request` with `done`'s output; its metadata (Genkit's
+    slot) names the rule that answered the call, if one did, and a stashed output's `source`."""
     tr = request.tool_request
     assert tr is not None
-    return Part(tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=output), metadata=metadata)
+    metadata: dict[str, Any] = {"source": source} if source is not None else {}
+    rule = done.rule
+    if rule is not None:
+        metadata["deniedBy" if rule.get("action") == "deny" else "approvedBy"] = {"rule": rule["rule"]}
+    return Part(
+        tool_response=ToolResponse(name=tr.name, ref=tr.ref, output=done.output), metadata=metadata or None
+    )
 
 
 def _replace_requests(msg: Message, requests: Sequence[Part]) -> Message:

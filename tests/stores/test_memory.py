@@ -37,11 +37,14 @@ def _sizes(store: InMemorySessionStore) -> dict[str, int]:
 
 @pytest.mark.slow
 async def _settle_background() -> None:
-    """Let the background tasks of finished turns end (bounded), then collect, so the reading is steady."""
+    """Let the background tasks and timers of finished turns end (bounded), then collect, so the
+    reading is steady. A loop of in-memory turns may never yield to the event loop (nothing in
+    it waits), so the heartbeat timers of its last turns (`poll_interval` after each) are due."""
     import gc
 
     from nb_agents._sync import _BACKGROUND
 
+    await asyncio.sleep(InMemorySessionStore.poll_interval * 5)
     for _ in range(200):
         if not _BACKGROUND:
             break
