@@ -155,7 +155,7 @@ class PromptTurn:
             index += 1
         for _ in range(self.max_turns):
             response = await self._call_model(messages, ctx, index)
-            msg = response.resolved_message()
+            msg = response.message or response.resolved_message()  # else the legacy shape
             if msg is None:
                 raise InternalError(f"model '{self.model.name}' returned no message")
             requests = msg.tool_requests
@@ -166,7 +166,7 @@ class PromptTurn:
                 requests = msg.tool_requests
             if not requests:
                 messages.append(msg)
-                reason = response.resolved_finish_reason()
+                reason = response.finish_reason or response.resolved_finish_reason()
                 ctx.finish_reason = reason if reason in _MODEL_REASONS else "other"  # type: ignore[assignment]
                 return msg
             outcomes = await runner.run(requests, ctx, restarted=False)
