@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NbAgentsError, StaleClaimError
 from ..stores.base import AuditRecord, Fence, SessionStore, now_iso
 from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState
+from . import observe
+from .audit import turn_audit
+from .ownership import principal_of
 
-__all__ = ["RowFields", "write_final"]
+if TYPE_CHECKING:
+    from .turn import Turn
+
+__all__ = ["RowFields", "write_final", "write_row"]
 
 log = logging.getLogger("nb_agents.engine")
 
@@ -130,3 +136,65 @@ async def write_final(
             "turn %s could not record its failure either; its claim expires with its row", snapshot_id
         )
     raise first  # as the store said it: its status and message reach the caller
+
+
+async def write_row(
+    turn: Turn,
+    status: str,
+    finish: FinishReason,
+    state: SessionState,
+    error: AgentErrorInfo | None,
+    *,
+    audited: bool = True,
+) -> str:
+    """Write `turn`'s row, with its audit (unless not `audited`) and the rules its answers
+    made, in one write.
+
+    The audit: the answers the turn ran on, what rules and policy decided, the rules it
+    made. Returns what `write_final` says: written, aborted, stale (fenced out);
+    raises the store's error when it refuses the row.
+    """
+    inv, ctx, attempt = turn.inv, turn.ctx, turn.attempt
+    assert turn.store is not None and inv.session is not None and turn.snapshot_id is not None
+    fields: RowFields = {
+        "session_id": inv.session.session_id,
+        "parent_id": inv.parent_id,
+        "agent": inv.spec.name,
+        "owner": inv.owner,
+        "timing": observe.timing(ctx),  # when it ran, and its steps (`notebook.Timeline`)
+    }
+    # kept unless the row completes (an abort that wins over the completion keeps them)
+    if ctx is not None and ctx.tool_runs:
+        fields["tool_runs"] = list(ctx.tool_runs)
+    if turn.answering and turn.inp.resume is not None:
+        # what an explicit retry sends again; and the mark of an answer's row, so that an answer
+        # given through it is claimed on the pause it answered (`loading.answered_pause`)
+        fields["answer"] = turn.inp.resume.to_wire()
+    resume = turn.inp.resume if inv.parent_id is not None else None
+    decisions = ctx.decisions if ctx is not None else []
+    new_rules = ctx.new_rules if ctx is not None else []
+    audit: list[AuditRecord] = []
+    if audited and (resume is not None or decisions or new_rules):  # else no clock read for it
+        audit = turn_audit(
+            inv.session.session_id,
+            resume,
+            inv.parent_id,
+            turn.snapshot_id,
+            principal=principal_of(inv.options.context),
+            decisions=decisions,
+            new_rules=new_rules,
+            requested_by=inv.owner,
+        )
+    return await write_final(
+        turn.store,
+        turn.snapshot_id,
+        fields,
+        status=status,
+        finish=finish,
+        state=state,
+        error=error,
+        audit=audit,
+        fence=attempt if attempt is not None and attempt.child_id == turn.snapshot_id else None,
+        # the rules the turn's answers made are kept when its answers are recorded
+        add_rules=new_rules if audit else (),
+    )

@@ -13,7 +13,7 @@
 * **run**: the handler runs with a `TurnContext`, while an abort or a detach
   may arrive;
 * **record**: the turn's final row, with the audit records and the rules its
-  answers made, in one write (`records.write_final`, `audit.turn_audit`).
+  answers made, in one write (`records.write_row`, `audit.turn_audit`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
 from ..notify import fire
 from ..session import TurnContext, as_message, last_model
-from ..stores.base import AuditRecord
 from ..types import (
-    AgentErrorInfo,
     AgentInput,
     AgentOutput,
     AgentStreamChunk,
@@ -39,14 +37,14 @@ from ..types import (
     error_info,
 )
 from . import observe
-from .audit import asks_rule, turn_audit
+from .audit import asks_rule
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
 from .heartbeat import keep_alive, pending_row
 from .loading import session_of
 from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
-from .records import RowFields, write_final
+from .records import write_row
 from .resume import resume_digest
 
 if TYPE_CHECKING:
@@ -282,7 +280,7 @@ class Turn:
         snapshot_id, finish = self.snapshot_id, ctx.finish_reason
         if self.store is not None:
             assert snapshot_id is not None
-            written = await self._write("completed", finish, inv.session.state(), None)
+            written = await write_row(self, "completed", finish, inv.session.state(), None)
             if written == "aborted":  # an abort came just before the row: it is what was recorded
                 return await self._recorded_abort()
             if written != "written":
@@ -310,7 +308,7 @@ class Turn:
         if self.store is not None and self.snapshot_id is not None and (inv.detached or attempt is not None):
             # the aborted row keeps the last good state (so it can be resumed) and, for an answer,
             # what its tools did: a re-sent answer is told, and only an explicit retry runs them again
-            await self._write("aborted", "aborted", session.state(), None, audited=acted)
+            await write_row(self, "aborted", "aborted", session.state(), None, audited=acted)
             if attempt is not None and acted:  # the row is the answer's recorded outcome
                 return await self._recorded_abort()
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="aborted")))
@@ -341,74 +339,13 @@ class Turn:
             await self.store.release_claim(attempt.parent_id, attempt.child_id)
             self.attempt = None
         if self.store is not None and self.snapshot_id is not None:
-            written = await self._write("failed", "failed", session.state(), err)
+            written = await write_row(self, "failed", "failed", session.state(), err)
             if written == "aborted":
                 return await self._recorded_abort()
             if written == "stale":
                 return self._unrecorded()
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(finish_reason="failed")))
         return inv._output("failed", message=session.last_model(), state=self.before, error=err)
-
-    async def _write(
-        self,
-        status: str,
-        finish: FinishReason,
-        state: SessionState,
-        error: AgentErrorInfo | None,
-        *,
-        audited: bool = True,
-    ) -> str:
-        """Write the turn's row, with its audit (unless not `audited`) and the rules its answers
-        made, in one write.
-
-        The audit: the answers the turn ran on, what rules and policy decided, the rules it
-        made. Returns what `records.write_final` says: written, aborted, stale (fenced out);
-        raises the store's error when it refuses the row.
-        """
-        inv, ctx, attempt = self.inv, self.ctx, self.attempt
-        assert self.store is not None and inv.session is not None and self.snapshot_id is not None
-        fields: RowFields = {
-            "session_id": inv.session.session_id,
-            "parent_id": inv.parent_id,
-            "agent": inv.spec.name,
-            "owner": inv.owner,
-            "timing": observe.timing(ctx),  # when it ran, and its steps (`notebook.Timeline`)
-        }
-        # kept unless the row completes (an abort that wins over the completion keeps them)
-        if ctx is not None and ctx.tool_runs:
-            fields["tool_runs"] = list(ctx.tool_runs)
-        if self.answering and self.inp.resume is not None:
-            # what an explicit retry sends again; and the mark of an answer's row, so that an answer
-            # given through it is claimed on the pause it answered (`loading.answered_pause`)
-            fields["answer"] = self.inp.resume.to_wire()
-        resume = self.inp.resume if inv.parent_id is not None else None
-        decisions = ctx.decisions if ctx is not None else []
-        new_rules = ctx.new_rules if ctx is not None else []
-        audit: list[AuditRecord] = []
-        if audited and (resume is not None or decisions or new_rules):  # else no clock read for it
-            audit = turn_audit(
-                inv.session.session_id,
-                resume,
-                inv.parent_id,
-                self.snapshot_id,
-                principal=principal_of(inv.options.context),
-                decisions=decisions,
-                new_rules=new_rules,
-                requested_by=inv.owner,
-            )
-        return await write_final(
-            self.store,
-            self.snapshot_id,
-            fields,
-            status=status,
-            finish=finish,
-            state=state,
-            error=error,
-            audit=audit,
-            fence=attempt if attempt is not None and attempt.child_id == self.snapshot_id else None,
-            # the rules the turn's answers made are kept when its answers are recorded
-            add_rules=new_rules if audit else (),
-        )
 
     def _unrecorded(self) -> AgentOutput:
         """The output of a turn whose final row another worker's takeover fenced out."""
