@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ._engine import Authorize, PromptTurn
 from .agent import Agent
@@ -19,7 +19,17 @@ from .stores.base import SessionStore
 from .tools import Tool
 from .toolsets import Toolset
 
-__all__ = ["define_agent", "define_custom_agent"]
+__all__ = ["AgentOptions", "define_agent", "define_custom_agent"]
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword arguments of `define_custom_agent` (`define_agent` takes them too)."""
+
+    store: SessionStore | None
+    description: str
+    state_secret: str | bytes | None
+    authorize: Authorize | None
+    on_pause: OnPause | None
 
 
 def define_agent(
@@ -75,21 +85,13 @@ def define_agent(
     )
 
 
-def define_custom_agent(
-    name: str,
-    handler: TurnHandler,
-    *,
-    store: SessionStore | None = None,
-    description: str = "",
-    state_secret: str | bytes | None = None,
-    authorize: Authorize | None = None,
-    on_pause: OnPause | None = None,
-) -> Agent:
+def define_custom_agent(name: str, handler: TurnHandler, **options: Unpack[AgentOptions]) -> Agent:
     """Define an agent from a turn handler.
 
     The handler runs one turn: ``async def handler(inp, ctx) -> Message | str | None``.
     It reads and changes ``ctx.session`` (messages, custom state, artifacts)
-    and may stream with ``ctx.send_chunk``.
+    and may stream with ``ctx.send_chunk``. `options` are `define_agent`'s
+    (``store``, ``description``, ``state_secret``, ``authorize``, ``on_pause``).
 
     Example:
         >>> async def count(inp, ctx):
@@ -97,12 +99,4 @@ def define_custom_agent(
         ...     return "counted"
         >>> counter = define_custom_agent("counter", count)
     """
-    return Agent(
-        name,
-        handler,
-        store=store,
-        description=description,
-        state_secret=state_secret,
-        authorize=authorize,
-        on_pause=on_pause,
-    )
+    return Agent(name, handler, **options)

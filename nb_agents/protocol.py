@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypedDict, Unpack
 
 from ._sync import twin
 from .chat import Chat, InputLike, as_input, call_options, make_init
@@ -46,7 +46,18 @@ if TYPE_CHECKING:
     from .rules import SessionRule, SessionRules
     from .tools import Tool
 
-__all__ = ["AgentEndpoint", "AgentProtocol", "BaseAgent", "TurnStream"]
+__all__ = ["AgentEndpoint", "AgentProtocol", "BaseAgent", "RunOptions", "TurnStream"]
+
+
+class RunOptions(TypedDict, total=False):
+    """`BaseAgent.run`'s keyword arguments (which ``run_text`` takes too)."""
+
+    snapshot_id: str | None
+    session_id: str | None
+    state: SessionState | dict[str, Any] | None
+    on_chunk: ChunkSink | None
+    config: dict[str, Any] | None
+    context: dict[str, Any] | None
 
 
 class TurnStream(Protocol):
@@ -224,27 +235,9 @@ class BaseAgent:
             on_chunk=on_chunk,
         )
 
-    async def run_text(
-        self,
-        text: str,
-        *,
-        snapshot_id: str | None = None,
-        session_id: str | None = None,
-        state: SessionState | dict[str, Any] | None = None,
-        on_chunk: ChunkSink | None = None,
-        config: dict[str, Any] | None = None,
-        context: dict[str, Any] | None = None,
-    ) -> AgentOutput:
-        """Run one turn with a user text message (Go ``agent.RunText``)."""
-        return await self.run(
-            text,
-            snapshot_id=snapshot_id,
-            session_id=session_id,
-            state=state,
-            on_chunk=on_chunk,
-            config=config,
-            context=context,
-        )
+    async def run_text(self, text: str, **options: Unpack[RunOptions]) -> AgentOutput:
+        """Run one turn with a user text message (Go ``agent.RunText``); `options` are `run`'s."""
+        return await self.run(text, **options)
 
     # the twins call the verb by name: a subclass's override runs
     invoke_sync = twin(invoke)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..errors import FailedPreconditionError, InvalidArgumentError
 from ..rules import SessionRule
@@ -26,9 +26,16 @@ from .ownership import Action, visible
 from .session_rules import revoke_session_rule, session_rules
 from .spec import AgentSpec
 
-__all__ = ["Engine", "Waiting"]
+__all__ = ["Engine", "How", "Waiting"]
 
-_NO_OPTIONS = CallOptions()
+
+class How(TypedDict, total=False):
+    """How an invocation runs (`Invocation`'s keywords): call options, where chunks go, what aborts it."""
+
+    options: CallOptions
+    on_chunk: ChunkSink | None
+    abort_signal: asyncio.Event | None
+
 
 Waiting = tuple[SessionSnapshot, Message, SessionSnapshot | None]
 """A paused turn as `Engine.pending` finds it: the paused snapshot, the message that asks, and
@@ -62,38 +69,17 @@ class Engine:
         )
 
     # -- turns --------------------------------------------------------------------------
-    async def invoke(
-        self,
-        inp: AgentInput,
-        init: AgentInit,
-        *,
-        options: CallOptions = _NO_OPTIONS,
-        on_chunk: ChunkSink | None = None,
-        abort_signal: asyncio.Event | None = None,
-    ) -> AgentOutput:
+    async def invoke(self, inp: AgentInput, init: AgentInit, **how: Unpack[How]) -> AgentOutput:
         """Run one input as a one-shot invocation in the caller's task; a failed turn is returned in-band."""
-        inv = Invocation(
-            self.spec, init, options=options, on_chunk=on_chunk, abort_signal=abort_signal, start=False
-        )
+        inv = Invocation(self.spec, init, start=False, **how)
         if not inp.detach:
             return await inv.run_one(inp)
         inv.send(inp)  # a detach goes on in a task of its own
         return await inv.run_inline()
 
-    def open(
-        self,
-        init: AgentInit | None = None,
-        *,
-        options: CallOptions = _NO_OPTIONS,
-        on_chunk: ChunkSink | None = None,
-        abort_signal: asyncio.Event | None = None,
-        start: bool = True,
-    ) -> Invocation:
+    def open(self, init: AgentInit | None = None, *, start: bool = True, **how: Unpack[How]) -> Invocation:
         """An invocation to feed inputs to (`send`, `close`, `output`): servers and connections."""
-        return Invocation(
-            self.spec, init or AgentInit(), options=options, on_chunk=on_chunk, abort_signal=abort_signal,
-            start=start,
-        )  # fmt: skip
+        return Invocation(self.spec, init or AgentInit(), start=start, **how)
 
     # -- snapshots ----------------------------------------------------------------------
     async def get_snapshot(

@@ -31,6 +31,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .._sync import Signal
 from .._sync import keep as spawn
@@ -93,25 +94,16 @@ def _begin(
     watcher.watch(snapshot_id, done, on_abort)
 
 
+@dataclass(slots=True, eq=False)
 class _Row:
     """One watched pending row."""
 
-    __slots__ = ("beat_at", "done", "on_abort", "read_at", "snapshot_id", "stop")
-
-    def __init__(
-        self,
-        snapshot_id: str,
-        done: asyncio.Event,
-        on_abort: Callable[[], None],
-        read_at: float,
-        beat_at: float,
-    ) -> None:
-        self.snapshot_id = snapshot_id
-        self.done = done
-        self.on_abort = on_abort
-        self.read_at = read_at
-        self.beat_at = beat_at
-        self.stop: Callable[[], None] | None = None
+    snapshot_id: str
+    done: asyncio.Event
+    on_abort: Callable[[], None]
+    read_at: float
+    beat_at: float
+    stop: Callable[[], None] | None = None
 
 
 class _Watcher:

@@ -7,38 +7,9 @@ only when a name (``openai/...``, ``ollama/...``, ``googleai/...``,
 picks a real model when an API key is set.
 """
 
+from . import errors
 from .base import Model, ModelChunkSink, register_model, register_provider, resolve_model
-from .errors import (
-    AuthenticationError,
-    BadRequestError,
-    MissingApiKeyError,
-    ModelConnectionError,
-    ModelError,
-    ModelNotFoundError,
-    ModelPermissionDeniedError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-    OverloadedError,
-    RateLimitError,
-)
+from .errors import *  # noqa: F403 - the provider error tree, as `errors.__all__` names it
 
-__all__ = [
-    "AuthenticationError",
-    "BadRequestError",
-    "MissingApiKeyError",
-    "Model",
-    "ModelChunkSink",
-    "ModelConnectionError",
-    "ModelError",
-    "ModelNotFoundError",
-    "ModelPermissionDeniedError",
-    "ModelResponseError",
-    "ModelServerError",
-    "ModelTimeoutError",
-    "OverloadedError",
-    "RateLimitError",
-    "register_model",
-    "register_provider",
-    "resolve_model",
-]
+__all__ = ["Model", "ModelChunkSink", "register_model", "register_provider", "resolve_model"]
+__all__ += errors.__all__

@@ -8,12 +8,15 @@ beside Deny, and sections a toggle reveals.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
 from pydantic import ValidationError
 
+from ..interrupts import AgentInterrupt
 from ..render import error_html
+from ..tools import Tool
 from .answer import Answer
 from .controls import button as make_button
 from .fields import Field
@@ -38,14 +41,21 @@ def reason_box(field: Field) -> None:
 
 
 class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
-    """What every form of a turn shares: its answer, and locking and resetting it.
+    """What every form of a turn shares: what it answers, its answer, and locking and resetting it.
 
-    A subclass builds ``answer``, ``locked``, ``status``, ``error`` and
-    ``change_button``, and says how to disable its controls (`set_disabled`).
+    A subclass builds ``status``, ``error`` and ``change_button``, and says how
+    to disable its controls (`set_disabled`).
     """
 
-    answer: Answer | None
-    locked: bool
+    def __init__(
+        self, interrupt: AgentInterrupt, tool: Tool | None, on_answer: Callable[[Any], None] | None
+    ) -> None:
+        super().__init__()
+        self.interrupt = interrupt
+        self.tool = tool
+        self.on_answer = on_answer  # called with the form once it has recorded an answer
+        self.answer: Answer | None = None
+        self.locked = False
 
     def set_disabled(self, disabled: bool) -> None:
         raise NotImplementedError

@@ -108,17 +108,12 @@ class ElicitationForm(AnswerBox):
         *,
         on_answer: Callable[[Any], None] | None = None,
     ) -> None:
-        super().__init__()
-        self.summary = interrupt_summary(interrupt.part)  # what the turn's record says was asked
         request = ElicitationRequest.claim(interrupt)
         if request is None:
             raise ValueError(f"interrupt {interrupt.name!r} is not an MCP elicitation request")
-        self.interrupt = interrupt
+        super().__init__(interrupt, tool, on_answer)
+        self.summary = interrupt_summary(interrupt.part)  # what the turn's record says was asked
         self.request = request
-        self.tool = tool
-        self.on_answer = on_answer
-        self.answer: Answer | None = None
-        self.locked = False
         self.fields: dict[str, Field] = {}
         self.error = widgets.HTML()
         self.status = widgets.HTML()

@@ -102,13 +102,8 @@ class InterruptForm(FormActions, AnswerBox):
         note: str = "",
         keeps_rules: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__(interrupt, tool, on_answer)
         self.keeps_rules = keeps_rules
-        self.interrupt = interrupt
-        self.tool = tool
-        self.on_answer = on_answer
-        self.answer: Answer | None = None
-        self.locked = False
         # a sub-agent's hold is its own claim: its answers are built for the top
         own = interrupt if isinstance(interrupt, ApprovalHold) else None
         self.hold: ApprovalHold | None = own or ApprovalHold.claim(interrupt.part)

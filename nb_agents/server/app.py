@@ -34,7 +34,8 @@ request is bounded before it reaches an agent (`nb_agents.server.request`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -51,7 +52,7 @@ from ..types import AgentInit, AgentInput, CallOptions
 from .answer_page import answer_routes
 from .auth import ContextProvider, resolve_context
 from .errors import error_response, outgoing
-from .lean import LeanApp, TurnRoute, cors, wants_stream
+from .lean import LeanApp, RouteOptions, TurnRoute, cors, wants_stream
 from .request import (
     call_config,
     check_fields,
@@ -70,6 +71,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_PARTS",
     "DEFAULT_WRITE_TIMEOUT",
+    "AppOptions",
     "create_app",
 ]
 
@@ -100,6 +102,20 @@ _RULE_ID = ("ruleId", "rule_id")
 _PRIVATE_SNAPSHOT_FIELDS = ("agent", "owner", "toolRuns", "answer", "rules", "forkOf", "timing")
 
 Endpoint = Callable[[Request], Awaitable[ASGIApp]]
+
+
+class AppOptions(TypedDict, total=False):
+    """`create_app`'s keyword arguments, for a caller that passes them on (`cli.build_app`)."""
+
+    prefix: str
+    max_body_bytes: int
+    max_parts: int
+    call_config_keys: Collection[str] | None
+    body_timeout: float
+    write_timeout: float
+    context_provider: ContextProvider | None
+    cors_origins: Sequence[str]
+    debug: bool
 
 
 def create_app(
@@ -205,27 +221,22 @@ def create_app(
     async def server_error(request: Request, exc: Exception) -> Response:
         return error_response(exc, debug=debug)
 
+    options = RouteOptions(
+        max_body_bytes=max_body_bytes,
+        max_parts=max_parts,
+        body_timeout=body_timeout,
+        write_timeout=write_timeout,
+        config_keys=frozenset(call_config_keys) if call_config_keys is not None else None,
+        context_provider=context_provider,
+        debug=debug,
+    )
     routes: list[BaseRoute] = [Route(base + "/", listing, methods=["GET"])]
     lean: dict[str, ASGIApp] = {}
     for agent in served:
         path = f"{base}/{agent.name}"
-        verbs = _AgentRoutes(
-            agent,
-            max_body_bytes=max_body_bytes,
-            max_parts=max_parts,
-            config_keys=frozenset(call_config_keys) if call_config_keys is not None else None,
-            body_timeout=body_timeout,
-            write_timeout=write_timeout,
-            debug=debug,
-        )
+        verbs = _AgentRoutes(agent, options)
         routes.append(Route(path, guarded(verbs.turn), methods=["POST"]))
-        lean[path] = TurnRoute(
-            verbs.turn_response,
-            context_provider=context_provider,
-            max_body_bytes=max_body_bytes,
-            body_timeout=body_timeout,
-            debug=debug,
-        )
+        lean[path] = TurnRoute(verbs.turn_response, options)
         if agent.store is not None:
             routes.append(Route(path + "/getSnapshot", guarded(verbs.get_snapshot), methods=["POST"]))
             routes.append(Route(path + "/abort", guarded(verbs.abort), methods=["POST"]))
@@ -263,33 +274,20 @@ def _id_field(data: dict[str, Any], camel: str, snake: str) -> str | None:
     return value
 
 
+@dataclass(frozen=True)
 class _AgentRoutes:
-    """The three POST endpoints of one agent."""
+    """The POST endpoints of one agent."""
 
-    def __init__(
-        self,
-        agent: Agent,
-        *,
-        max_body_bytes: int,
-        max_parts: int,
-        config_keys: frozenset[str] | None,
-        body_timeout: float,
-        write_timeout: float,
-        debug: bool,
-    ) -> None:
-        self.agent = agent
-        self.max_body_bytes = max_body_bytes
-        self.max_parts = max_parts
-        self.config_keys = config_keys
-        self.body_timeout = body_timeout
-        self.write_timeout = write_timeout
-        self.debug = debug
+    agent: Agent
+    options: RouteOptions
 
     async def _data(
         self, request: Request, keys: tuple[str, ...] = _COMPANION_KEYS, fields: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], Any]:
         """The body and its ``data``; a companion's `fields` are the only keys its ``data`` takes."""
-        body = parse_envelope(await read_body(request, self.max_body_bytes, self.body_timeout), keys=keys)
+        body = parse_envelope(
+            await read_body(request, self.options.max_body_bytes, self.options.body_timeout), keys=keys
+        )
         if fields:
             check_fields(body["data"], fields, "data")
         return body, body["data"]
@@ -305,7 +303,7 @@ class _AgentRoutes:
 
     async def turn(self, request: Request) -> ASGIApp:
         """The turn route through Starlette (`nb_agents.server.lean` serves it without)."""
-        raw = await read_body(request, self.max_body_bytes, self.body_timeout)
+        raw = await read_body(request, self.options.max_body_bytes, self.options.body_timeout)
         query = dict(request.query_params)
         streaming = wants_stream(request.headers.get("accept", ""), query)
         return await self.turn_response(raw, query, streaming, request.state.nba_context)
@@ -318,10 +316,10 @@ class _AgentRoutes:
         data = body["data"]
         check_turn_fields(body)
         parts = count_parts(body)
-        if parts > self.max_parts:
+        if parts > self.options.max_parts:
             raise RequestError(
                 f"the request carries {parts} parts (message, resume answers and state together); "
-                f"this server accepts at most {self.max_parts} (max_parts)"
+                f"this server accepts at most {self.options.max_parts} (max_parts)"
             )
         inp = validate(AgentInput, data, "data")
         raw_init = body.get("init")
@@ -330,7 +328,7 @@ class _AgentRoutes:
         if query_session and not init.session_id:
             # Genkit FastAPI's shortcut: POST /agent?session_id=... continues that session
             init = init.model_copy(update={"session_id": query_session})
-        options = CallOptions(config=call_config(body, self.config_keys), context=context)
+        options = CallOptions(config=call_config(body, self.options.config_keys), context=context)
         if streaming:  # a stream's 200 goes out at once: refuse what the request carries first
             check_turn_values(inp, init, store_backed=self.agent.store is not None)
         return TurnResponse(
@@ -339,8 +337,8 @@ class _AgentRoutes:
             init,
             options=options,
             streaming=streaming,
-            debug=self.debug,
-            write_timeout=self.write_timeout,
+            debug=self.options.debug,
+            write_timeout=self.options.write_timeout,
         )
 
     async def get_snapshot(self, request: Request) -> ASGIApp:
@@ -362,7 +360,7 @@ class _AgentRoutes:
         wire = snap.to_wire()
         for private in _PRIVATE_SNAPSHOT_FIELDS:  # nb_agents' own bookkeeping: Genkit's clients refuse it
             wire.pop(private, None)
-        return JSONResponse({"result": outgoing(wire, debug=self.debug)})
+        return JSONResponse({"result": outgoing(wire, debug=self.options.debug)})
 
     async def abort(self, request: Request) -> ASGIApp:
         (snapshot_id,) = await self._ids(request, "abort", _SNAPSHOT_ID)
@@ -390,7 +388,7 @@ class _AgentRoutes:
             raise RequestError("'tool' must be a tool name or a list of names")
         turns = await self.agent.pending(context=request.state.nba_context, tool=tool, older_than=older)
         return JSONResponse(
-            {"result": {"pending": [outgoing(turn_to_wire(t), debug=self.debug) for t in turns]}}
+            {"result": {"pending": [outgoing(turn_to_wire(t), debug=self.options.debug) for t in turns]}}
         )
 
     async def revoke_rule(self, request: Request) -> ASGIApp:

@@ -38,7 +38,7 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ..agent import Agent
 from ..errors import InvalidArgumentError
@@ -49,9 +49,10 @@ from .app import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_PARTS,
     DEFAULT_WRITE_TIMEOUT,
+    AppOptions,
     create_app,
 )
-from .auth import ContextProvider, api_key
+from .auth import api_key
 from .guard import ACCEPT_BATCH, default_max_connections, guarded_protocol
 
 __all__ = [
@@ -149,21 +150,14 @@ def build_app(
     *,
     store: str | None = None,
     heartbeat_timeout: float | None = None,
-    prefix: str = "",
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    max_parts: int = DEFAULT_MAX_PARTS,
-    body_timeout: float = DEFAULT_BODY_TIMEOUT,
-    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
-    context_provider: ContextProvider | None = None,
-    cors_origins: Sequence[str] = (),
-    debug: bool = False,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     session_ttl: float | None = DEFAULT_SESSION_TTL,
+    **app_options: Unpack[AppOptions],
 ) -> tuple[Any, list[Agent]]:
     """The ASGI app to serve for `target`, and the agents it serves (none for a ready app).
 
     An `InMemorySessionStore` without bounds of its own is bounded by `max_sessions`
-    and `session_ttl` (seconds; None for no bound).
+    and `session_ttl` (seconds; None for no bound). `app_options` go to `create_app`.
     """
     if isinstance(target, Agent):
         agents = [target]
@@ -193,18 +187,7 @@ def build_app(
         kept = agent.store
         if isinstance(kept, InMemorySessionStore) and kept.max_sessions is None and kept.ttl is None:
             kept.bound(max_sessions=max_sessions, ttl=session_ttl)
-    app = create_app(
-        agents,
-        prefix=prefix,
-        max_body_bytes=max_body_bytes,
-        max_parts=max_parts,
-        body_timeout=body_timeout,
-        write_timeout=write_timeout,
-        context_provider=context_provider,
-        cors_origins=cors_origins,
-        debug=debug,
-    )
-    return app, agents
+    return create_app(agents, **app_options), agents
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ added to the app after `create_app`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -36,10 +37,23 @@ from .asgi import header, read_asgi_body, send_json
 from .auth import ContextProvider, resolve_context
 from .errors import error_body, error_response
 
-__all__ = ["LeanApp", "TurnRoute", "cors", "query_params", "wants_stream"]
+__all__ = ["LeanApp", "RouteOptions", "TurnRoute", "cors", "query_params", "wants_stream"]
 
 TurnHandler = Callable[[bytes, dict[str, str], bool, dict[str, Any]], Awaitable[ASGIApp]]
 """(body, query parameters, streaming, request context) -> the turn's response."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteOptions:
+    """The limits and switches `create_app` was given, which every route of the app reads."""
+
+    max_body_bytes: int
+    max_parts: int
+    body_timeout: float
+    write_timeout: float
+    config_keys: frozenset[str] | None
+    context_provider: ContextProvider | None
+    debug: bool
 
 
 def cors(app: ASGIApp, origins: Sequence[str]) -> ASGIApp:
@@ -66,33 +80,22 @@ def wants_stream(accept: str, query: dict[str, str]) -> bool:
     return "text/event-stream" in accept or query.get("stream", "").lower() == "true"
 
 
+@dataclass(frozen=True)
 class TurnRoute:
     """``POST /{name}``: one agent's turn route (see the module docstring)."""
 
-    def __init__(
-        self,
-        turn: TurnHandler,
-        *,
-        context_provider: ContextProvider | None,
-        max_body_bytes: int,
-        body_timeout: float,
-        debug: bool,
-    ) -> None:
-        self.turn = turn
-        self.context_provider = context_provider
-        self.max_body_bytes = max_body_bytes
-        self.body_timeout = body_timeout
-        self.debug = debug
+    turn: TurnHandler
+    options: RouteOptions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             response = await self._response(scope, receive)
         except NbAgentsError as exc:
-            await error_response(exc, debug=self.debug)(scope, receive, send)
+            await error_response(exc, debug=self.options.debug)(scope, receive, send)
             return
         except Exception as exc:
             # a bug on the server: logged by error_body, the client sees INTERNAL (as Starlette's handler)
-            await send_json(send, error_body(exc, debug=self.debug), 500)
+            await send_json(send, error_body(exc, debug=self.options.debug), 500)
             raise
         await response(scope, receive, send)
 
@@ -106,10 +109,11 @@ class TurnRoute:
                 http_code=415,
             )
         context: dict[str, Any] = {}
-        if self.context_provider is not None:
-            context = await resolve_context(self.context_provider, Request(scope, receive))
+        opts = self.options
+        if opts.context_provider is not None:
+            context = await resolve_context(opts.context_provider, Request(scope, receive))
         raw = await read_asgi_body(
-            header(scope, b"content-length"), receive, self.max_body_bytes, self.body_timeout
+            header(scope, b"content-length"), receive, opts.max_body_bytes, opts.body_timeout
         )
         query = query_params(scope)
         accept = (header(scope, b"accept") or b"").decode("latin-1")

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 __all__ = ["Changes", "shared"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 _Subscriber = tuple[asyncio.AbstractEventLoop, Callable[[], None]]
+E = TypeVar("E", _Waiter, _Subscriber)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -78,24 +81,26 @@ class Changes:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(callback)
 
+    def _join(self, table: dict[str, set[E]], snapshot_id: str, entry: E) -> None:
+        with self._lock:
+            table.setdefault(snapshot_id, set()).add(entry)
+            self.quiet = False
+
+    def _leave(self, table: dict[str, set[E]], snapshot_id: str, entry: E) -> None:
+        with self._lock:
+            entries = table.get(snapshot_id)
+            if entries is not None:
+                entries.discard(entry)
+                if not entries:
+                    del table[snapshot_id]
+                    self._settle()
+
     def subscribe(self, snapshot_id: str, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` on the calling event loop after each notification of `snapshot_id`
         (and of everything), until the returned function is called."""
         entry: _Subscriber = (asyncio.get_running_loop(), callback)
-        with self._lock:
-            self._subscribers.setdefault(snapshot_id, set()).add(entry)
-            self.quiet = False
-
-        def stop() -> None:
-            with self._lock:
-                subs = self._subscribers.get(snapshot_id)
-                if subs is not None:
-                    subs.discard(entry)
-                    if not subs:
-                        del self._subscribers[snapshot_id]
-                        self._settle()
-
-        return stop
+        self._join(self._subscribers, snapshot_id, entry)
+        return functools.partial(self._leave, self._subscribers, snapshot_id, entry)
 
     async def wait(self, snapshot_id: str, timeout: float, settled: Callable[[], Awaitable[bool]]) -> None:
         """Until `snapshot_id` is notified or `timeout` seconds passed.
@@ -105,21 +110,13 @@ class Changes:
         """
         loop = asyncio.get_running_loop()
         waiter: _Waiter = (loop, loop.create_future())
-        with self._lock:
-            self._waiters.setdefault(snapshot_id, set()).add(waiter)
-            self.quiet = False
+        self._join(self._waiters, snapshot_id, waiter)
         try:
             if await settled() or timeout <= 0:
                 return
             await asyncio.wait([waiter[1]], timeout=timeout)
         finally:
-            with self._lock:
-                waiters = self._waiters.get(snapshot_id)
-                if waiters is not None:
-                    waiters.discard(waiter)
-                    if not waiters:
-                        del self._waiters[snapshot_id]
-                        self._settle()
+            self._leave(self._waiters, snapshot_id, waiter)
 
     def waiting(self) -> int:
         """How many waiters and subscribers there are (for tests and reprs)."""
