@@ -31,6 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError
 from ..types import Message, SessionSnapshot
 from ._delta import ChainLink, MessageCache, decode_snapshot, history
 
@@ -90,12 +91,12 @@ def lendable(snap: SessionSnapshot) -> bool:
     )
 
 
-class _NotCachedError(LookupError):
-    pass
+class _NotCachedError(NotFoundError):
+    """The history of a row is not in the cache: the row is read instead (internal)."""
 
 
 def _no_chain() -> list[ChainLink]:
-    raise _NotCachedError  # the history is not in the cache: the row is read instead
+    raise _NotCachedError("not cached")  # the history is not in the cache: the row is read instead
 
 
 # (the store's Lender, the snapshot id) -> what was lent, in this task and the tasks it starts
