@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
 from ..notify import fire
 from ..session import TurnContext, as_message, last_model
+from ..stores.base import ReadAgainError
 from ..types import (
     AgentInput,
     AgentOutput,
@@ -149,10 +150,15 @@ class Turn:
             pending = pending_row(
                 snapshot_id, inv.session.session_id, parent_id, agent=inv.spec.name, owner=inv.owner
             )
-            outcome = await claim_resume(
-                store, parent_id, digest, snapshot_id, timeout=REPLAY_TIMEOUT, pending=pending,
-                retry=bool(inp.retry), partial=bool(inp.partial),
-            )  # fmt: skip
+            try:
+                outcome = await claim_resume(
+                    store, parent_id, digest, snapshot_id, timeout=REPLAY_TIMEOUT, pending=pending,
+                    retry=bool(inp.retry), partial=bool(inp.partial),
+                )  # fmt: skip
+            except ReadAgainError:
+                # the pause was read from the store's copy, and the row is no longer that: load it
+                # again (from the database) and decide on it as it is now
+                return await inv._load(inp) or self.check() or await self.decide() or await self.claim()
             if not isinstance(outcome, Moved):
                 break
             # another partial answer went first: answer what still waits in the turn it left

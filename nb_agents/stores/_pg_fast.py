@@ -22,7 +22,9 @@ general path would read, and the statement checks that it still holds:
   ``RETURNING``), the audit records inserted only when the row was, and an
   abort of a pending row's run notifies, in the same statement;
 * a claim inserts itself ``ON CONFLICT DO NOTHING`` and, only when it did,
-  its child's pending row: the first claim wins, and writes its row.
+  its child's pending row: the first claim wins, and writes its row; when its
+  task's read of the row was answered from this process's copy (`._pg_lend`),
+  it claims only if the row is still that copy (else `MOVED`: read it again).
 
 Whatever does not hold (the row was written meanwhile, the claim moved, the
 base is being rewritten, a row with a history is rewritten, the mutator
@@ -44,11 +46,12 @@ import psycopg
 from ..types import Message, SessionSnapshot
 from ._base import SLOW
 from ._delta import MessageCache, encode_row, to_json
+from ._pg_lend import GUARD, MOVED, Copy, Lent, lendable
 from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
 from ._tx import apply_mutator
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
-__all__ = ["SLOW", "FastWrites", "RecentRows"]
+__all__ = ["MOVED", "SLOW", "FastWrites", "RecentRows"]
 
 _KEEP = 512  # rows remembered
 _COLUMNS = "snapshot_id, session_id, parent_id, created_at, meta, state, base_seq, base_len, tail, rev"
@@ -71,27 +74,44 @@ _CLAIM_ATTEMPTS = 3
 
 
 class RecentRows:
-    """What this process last wrote or read of a row: its ``seq``, ``rev`` and, for a row
-    without a history, the row itself (the mutator's input on the one-statement path)."""
+    """What this process last wrote or read of a row: its ``seq``, ``rev``; for a row
+    without a history, the row itself (the mutator's input on the one-statement path);
+    for a row an answer's read may be answered from (`._pg_lend.lendable`), its `Copy`."""
 
     def __init__(self) -> None:
-        self._rows: OrderedDict[str, tuple[int, int, SessionSnapshot | None]] = OrderedDict()
+        self._rows: OrderedDict[str, tuple[int, int, SessionSnapshot | None, Copy | None]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def note(self, snapshot_id: str, seq: int, rev: int, snap: SessionSnapshot) -> None:
+    def note(
+        self, snapshot_id: str, seq: int, rev: int, snap: SessionSnapshot, copy: Copy | None = None
+    ) -> None:
         kept = snap if snap.state is None else None
+        copy = copy if copy is not None and lendable(snap) else None
         with self._lock:
             had = self._rows.get(snapshot_id)
             if had is not None and (had[0], had[1]) > (seq, rev):
                 return  # an older read finishing late
-            self._rows[snapshot_id] = (seq, rev, kept)
+            if had is not None and (had[0], had[1]) == (seq, rev) and copy is None:
+                copy = had[3]  # the same revision, known without its columns
+            self._rows[snapshot_id] = (seq, rev, kept, copy)
             self._rows.move_to_end(snapshot_id)
             while len(self._rows) > _KEEP:
                 self._rows.popitem(last=False)
 
-    def get(self, snapshot_id: str) -> tuple[int, int, SessionSnapshot | None] | None:
+    def get(self, snapshot_id: str) -> tuple[int, int, SessionSnapshot | None, Copy | None] | None:
         with self._lock:
             return self._rows.get(snapshot_id)
+
+    def copy(self, snapshot_id: str) -> tuple[int, int, Copy | None] | None:
+        """The row's ``(seq, rev, copy)``, for `._pg_lend.Lender.lend`."""
+        with self._lock:
+            got = self._rows.get(snapshot_id)
+        return (got[0], got[1], got[3]) if got is not None else None
+
+    def forget(self, snapshot_id: str) -> None:
+        """The row is not as this process knew it: read it before anything builds on it."""
+        with self._lock:
+            self._rows.pop(snapshot_id, None)
 
     def clear(self) -> None:
         with self._lock:
@@ -188,13 +208,19 @@ class FastWrites:
             return SLOW  # nothing written: the row moved on, the claim or the base did not hold
         seq, rev = int(got[0]), int(got[1])
         written = new
+        # the session's agent and owner as a read joins them (None: not known here)
+        session: tuple[str | None, str | None] | None = (None, None) if new.session_id is None else None
         if ask_session:
             agent, owner = (got[2], got[3]) if got[2] is not None or got[3] is not None else (got[4], got[5])
+            session = agent, owner
             if (agent is not None and new.agent != agent) or (owner is not None and new.owner != owner):
                 written = new.model_copy(update={"agent": agent or new.agent, "owner": owner or new.owner})
         if messages is not None:
             self.cache.put(seq, rev, messages)
-        self.recent.note(snapshot_id, seq, rev, written)
+        copy = None
+        if session is not None and cols[3] is not None:
+            copy = Copy(cols[3], cols[4], cols[7], cols[5] is not None, *session)
+        self.recent.note(snapshot_id, seq, rev, written, copy)
         return written
 
     def _base(self, new: SessionSnapshot, own_seq: int | None) -> tuple[int, int, list[Message]] | str | None:
@@ -205,7 +231,7 @@ class FastWrites:
         parent = self.recent.get(new.parent_id)
         if parent is None:
             return SLOW
-        seq, rev, _ = parent
+        seq, rev = parent[0], parent[1]
         if own_seq is not None and seq >= own_seq:
             return None  # a base is always an older row
         messages = self.cache.get(seq, rev)
@@ -219,17 +245,24 @@ class FastWrites:
         snapshot_id: str,
         claim: ResumeClaim,
         pending: SessionSnapshot | None,
+        lent: Lent | None = None,
     ) -> tuple[bool, ResumeClaim | None] | str:
         """Claim in one statement, with the pending row: ``(True, None)`` when this call won,
-        ``(False, the current claim)`` when another did, or `SLOW`."""
+        ``(False, the current claim)`` when another did, or `SLOW`; with `lent` (what this
+        task's read of the row got), only while the row is still that: else `MOVED`."""
         if pending is not None and (pending.state is not None or self.recent.get(claim.child_id) is not None):
             return SLOW
         params: dict[str, Any] = {"c_id": snapshot_id, "c_digest": claim.digest, "c_child": claim.child_id}
-        ctes = [
+        values = "VALUES (%(c_id)s, %(c_digest)s, %(c_child)s, 1)"
+        ctes = []
+        if lent is not None:
+            ctes.append(GUARD)
+            params.update(lent.params())
+            values = "SELECT %(c_id)s, %(c_digest)s, %(c_child)s, 1 FROM g"
+        ctes.append(
             "c AS (INSERT INTO nb_agents_claims (snapshot_id, digest, child_id, generation) "
-            "VALUES (%(c_id)s, %(c_digest)s, %(c_child)s, 1) "
-            "ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1)"
-        ]
+            f"{values} ON CONFLICT (snapshot_id) DO NOTHING RETURNING 1)"
+        )
         row: SessionSnapshot | None = None
         if pending is not None:
             row = apply_mutator(claim.child_id, None, lambda cur: pending)
@@ -245,15 +278,18 @@ class FastWrites:
                 params.update(agent=row.agent, owner=row.owner)
         tail = ", (SELECT seq FROM w), (SELECT rev FROM w)" if pending is not None else ", NULL, NULL"
         tail += f", {_SESSION_COLUMNS}" if row is not None and row.session_id is not None else ""
+        guard = ", EXISTS (SELECT 1 FROM g)" if lent is not None else ""
         for _ in range(_CLAIM_ATTEMPTS):
             got = conn.execute(
-                f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}", params
+                f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}{guard}", params
             ).fetchone()
             assert got is not None
             if got[0]:
                 if row is not None and got[1] is not None:
-                    self._note_pending(claim.child_id, row, got)
+                    self._note_pending(claim.child_id, row, got, row.session_id is not None)
                 return True, None
+            if lent is not None and not got[-1]:
+                return MOVED  # the row is not as this task read it: nothing was claimed
             found = conn.execute(_CLAIM_READ, (snapshot_id,)).fetchone()
             if found is None:
                 continue  # released since: claim again
@@ -263,9 +299,9 @@ class FastWrites:
             return False, current
         return SLOW
 
-    def _note_pending(self, child_id: str, row: SessionSnapshot, got: tuple[Any, ...]) -> None:
+    def _note_pending(self, child_id: str, row: SessionSnapshot, got: tuple[Any, ...], session: bool) -> None:
         agent, owner = row.agent, row.owner
-        if len(got) > 3:
+        if session:
             agent, owner = (got[3], got[4]) if got[3] is not None or got[4] is not None else (got[5], got[6])
         if (agent is not None and row.agent != agent) or (owner is not None and row.owner != owner):
             row = row.model_copy(update={"agent": agent or row.agent, "owner": owner or row.owner})

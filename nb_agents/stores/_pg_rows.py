@@ -57,6 +57,7 @@ from ._delta import (
     shared_prefix,
     to_json,
 )
+from ._pg_lend import Copy
 from .base import AuditRecord, ResumeClaim
 
 __all__ = [
@@ -137,8 +138,9 @@ class PgRows:
         self.conn = conn
         self.cache = cache
         self.written: list[tuple[int, int, list[Message]]] = []
-        # (id, seq, rev, the row as read or written): what the store remembers once this is over
-        self.seen: list[tuple[str, int, int, SessionSnapshot]] = []
+        # (id, seq, rev, the row as read or written, its columns as read): what the store
+        # remembers once this is over
+        self.seen: list[tuple[str, int, int, SessionSnapshot, Copy | None]] = []
         self._loaded: dict[str, _Row | None] = {}  # the rows `load` locked, for `write`
 
     # -- reads ------------------------------------------------------------------------
@@ -153,7 +155,8 @@ class PgRows:
                 snap = self._decode(row)
             except _RowChangedError:
                 continue
-            self.seen.append((snapshot_id, row[0], row[1], snap))
+            copy = Copy(row[2], row[3], row[6], row[4] is not None, row[7], row[8])
+            self.seen.append((snapshot_id, row[0], row[1], snap, copy))
             return snap
         with self.conn.transaction():  # rewritten at every look: read it in one snapshot
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False)
@@ -222,7 +225,7 @@ class PgRows:
         if messages is not None:
             self.written.append((seq, rev, messages))
         written = self._with_session(new, row, current)
-        self.seen.append((snapshot_id, seq, rev, written))
+        self.seen.append((snapshot_id, seq, rev, written, None))
         return written
 
     def _with_session(

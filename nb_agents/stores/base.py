@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import StaleClaimError
+from ..errors import AbortedError, StaleClaimError
 from ..types import SessionSnapshot
 
 __all__ = [
@@ -73,6 +73,17 @@ HEARTBEAT_INTERVAL = timedelta(seconds=30)
 HEARTBEAT_TIMEOUT = timedelta(seconds=60)
 
 SnapshotMutator = Callable[[SessionSnapshot | None], SessionSnapshot | None]
+
+
+class ReadAgainError(AbortedError):
+    """A claim found the row it claims changed since a store answered its read from a copy.
+
+    A store may answer the read of a resume that claims the row next (its
+    ``get_snapshot_to_claim``, in the same task) from what it wrote or read
+    itself, and have the claim check that the row is still that one. When it
+    is not, the claim writes nothing and raises this: read the row again (the
+    store then reads it from the database) and decide on it as it is now.
+    """
 
 
 def now_iso() -> str:

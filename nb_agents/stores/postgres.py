@@ -24,7 +24,11 @@ so it never blocks an event loop and works from any thread or loop (the
   second query is checked to be of the same revision of the row); the writes
   of an approval cycle (a new row, a claim with its pending row, a fenced
   final row with its audit) are one statement each when what they build on
-  is known here and still holds (`._pg_fast`), else the transaction above.
+  is known here and still holds (`._pg_fast`), else the transaction above;
+* an answer's read of the pause it claims next (`get_snapshot_to_claim`) is
+  answered from this process's copy of the row when it has one, and its
+  claim claims only if the row is still that copy (`._pg_lend`): an
+  approval cycle is three transactions, one per request and the claim.
 
 psycopg is imported here only; ``import nb_agents`` never loads it.
 """
@@ -49,12 +53,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..types import SessionSnapshot
 from ._base import BaseSessionStore
 from ._delta import MessageCache
-from ._pg_fast import FastWrites, RecentRows
+from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
+from ._pg_lend import Lender, Lent, still_holds
 from ._pg_listen import PgListener
 from ._pg_pool import PgPool
 from ._pg_rows import ClaimRacedError, PgRows
 from ._pg_schema import init_schema
-from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
+from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ReadAgainError, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
 
@@ -112,6 +117,7 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         self._where = " ".join(f"{k}={params[k]}" for k in ("host", "port", "dbname", "user") if k in params)
         self._cache = MessageCache(_CACHE_ROWS)
         self._recent = RecentRows()
+        self._lender = Lender()
         # the pool's callbacks do not hold the store: no reference cycle, so a store
         # dropped without `close` frees its pool, which closes its connections
         self._pool = PgPool(dsn, pool_size, partial(init_schema, repr(self)), _forked(self))
@@ -153,13 +159,35 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
         return await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
 
+    async def get_snapshot_to_claim(self, snapshot_id: str) -> SessionSnapshot | None:
+        """`get_snapshot`, for an answer that claims the row next, in this task.
+
+        A settled row that this process wrote or read is answered from its copy,
+        without a round trip; the claim (`claim_resume`, in this task) then claims
+        only if the row is still that copy, and else raises `ReadAgainError`
+        without writing anything (the next read of the row reads the database).
+        """
+        snap = self._lender.lend(self._recent.copy(snapshot_id), self._cache, snapshot_id)
+        return snap if snap is not None else await self.get_snapshot(snapshot_id)
+
     async def _claim_fast(
         self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
     ) -> ResumeClaim | str | None:
+        lent = self._lender.lent(snapshot_id)
         fast = FastWrites(self._recent, self._cache)
-        take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending)
+        take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending, lent=lent)
         done = await anyio.to_thread.run_sync(partial(self._pool.run, take, idempotent=True))
+        if lent is not None and (
+            done == MOVED or (done == SLOW and not await self._holds(snapshot_id, lent))
+        ):
+            self._recent.forget(snapshot_id)
+            self._lender.drop(snapshot_id)
+            raise ReadAgainError(f"Snapshot {snapshot_id} changed after it was read; read it again.")
         return done if isinstance(done, str) else done[1]  # (won, the current claim): None when won
+
+    async def _holds(self, snapshot_id: str, lent: Lent) -> bool:
+        check = partial(still_holds, snapshot_id=snapshot_id, lent=lent)
+        return await anyio.to_thread.run_sync(partial(self._pool.run, check, idempotent=True))
 
     # -- transactions (in a worker thread) ----------------------------------------
     async def _run(
@@ -205,8 +233,8 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         return out
 
     def _remember(self, rows: PgRows) -> None:
-        for snapshot_id, seq, rev, snap in rows.seen:
-            self._recent.note(snapshot_id, seq, rev, snap)
+        for snapshot_id, seq, rev, snap, copy in rows.seen:
+            self._recent.note(snapshot_id, seq, rev, snap, copy)
 
 
 def _forked(store: PostgresSessionStore) -> Callable[[], None]:
