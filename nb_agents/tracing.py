@@ -126,7 +126,7 @@ class Instrumentation:
         ) as span:
             if inp.resume is not None:
                 await self._waited(span, inv, inp.resume)
-            out = await run(inp, index)
+            out = await run()
             self._ended(span, out)
             return out
 

@@ -10,7 +10,7 @@ the deadlines of a pause the session starts on (`expire`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._json import check_value
@@ -32,7 +32,6 @@ from ..types import (
     SessionState,
     error_info,
 )
-from . import observe
 from .expiry import due_parts, expiry_resume, has_deadline
 from .heartbeat import keep_alive, pending_row, spawn, watch_event
 from .loading import PreTurnFailureError, load_session
@@ -114,7 +113,7 @@ class Invocation:
         self.closed = True
         try:
             refused = await self._load(inp)
-            return refused if refused is not None else await self._turn(inp, 0)
+            return refused if refused is not None else await Turn(self, inp, 0)()
         finally:
             self.finished.set()
             if self._event_watcher is not None:
@@ -222,7 +221,7 @@ class Invocation:
             while True:
                 if inp is None:
                     break
-                last = await self._turn(inp, turn_index)
+                last = await Turn(self, inp, turn_index)()
                 turn_index += 1
                 if last.finish_reason in ("failed", "aborted"):
                     break
@@ -265,14 +264,6 @@ class Invocation:
             if self.spec.signer is not None:
                 out.state = self.spec.signer.sign(out.state)
         return out
-
-    def _turn(self, inp: AgentInput, index: int) -> Awaitable[AgentOutput]:
-        """One turn (`turn.Turn`: check → decide → claim → run → record), run by the installed
-        observer if there is one (`observe`)."""
-        watcher = observe.observer
-        if watcher is None:
-            return Turn(self, inp, index)()
-        return watcher.turn(self, inp, index, lambda inp, index: Turn(self, inp, index)())
 
     async def may_message(self) -> bool:
         """Whether the caller, who opened this invocation to answer, may also send messages into it."""

@@ -2,7 +2,7 @@
 
 Three places in the engine are watched, and nowhere else:
 
-* one turn of an invocation (`Invocation._turn`), from its start to its output;
+* one turn of an invocation (`Turn.__call__`), from its start to its output;
 * one model call of a prompt turn (`PromptTurn._call_model`);
 * one run of a tool, after the decision step let it run (`ToolRunner._one`).
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Observer", "install", "observer", "step", "timing"]
 
-TurnRun = Callable[["AgentInput", int], Awaitable["AgentOutput"]]
+TurnRun = Callable[[], Awaitable["AgentOutput"]]  # the turn itself: call it to run its steps
 ModelRun = Callable[["GenerateRequest"], Awaitable["GenerateResponse"]]
 ToolRun = Callable[[Any, "ToolContext"], Awaitable[Any]]
 

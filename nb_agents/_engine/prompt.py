@@ -34,7 +34,7 @@ from ..types import (
     Part,
 )
 from . import observe
-from .decision import Decision
+from .decision import Call, Decision, decide
 from .resume import validate_resume
 from .spec import StoredRules
 from .tool_round import Paused, ToolRunner, mark_paused, tool_response
@@ -125,19 +125,38 @@ class PromptTurn:
     async def decide_answers(
         self, inp: AgentInput, session: Session, principal: str | None, stored_rules: StoredRules
     ) -> dict[tuple[str, str | None], Decision]:
-        """The decision step of an answer, before it is claimed: who decided each answered call runs.
+        """The decision step of an answer, before it is claimed: who decided each call it restarts may
+        run (`decision.decide`), by ``(name, ref)``.
 
         The toolsets are listed first, so that an MCP server's answer is checked
-        (`validate_resume`) and decided on its real tools, not stand-ins.
+        (`validate_resume`) and decided on its real tools, not stand-ins. The
+        session's rules are read once, when a decision first needs them.
         """
-        assert inp.resume is not None
+        resume = inp.resume
+        assert resume is not None
         runner = self._runner
         if self.toolsets:
             runner = await self._list_toolsets()
             validate_resume(
-                inp.resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
+                resume, session.messages, self.tools, partial=bool(inp.partial), retry=bool(inp.retry)
             )
-        return await runner.decide_answers(inp.resume, principal, stored_rules)
+        read: list[list[dict[str, Any]]] = []
+
+        async def live() -> list[dict[str, Any]]:
+            if not read:
+                read.append(await stored_rules())
+            return read[0]
+
+        decided: dict[tuple[str, str | None], Decision] = {}
+        for part in resume.restart:
+            tr = part.tool_request
+            tool = runner.tools.get(tr.name) if tr is not None else None
+            if tr is None or tool is None:
+                continue
+            meta = part.metadata or {}
+            call = Call(tr.name, tr.ref, tr.input, meta.get("resumed"), meta.get("expired"), principal)
+            decided[(tr.name, tr.ref)] = await decide(call, tool, runner.gate, live)
+        return decided
 
     async def __call__(self, inp: AgentInput, ctx: TurnContext) -> Message | None:
         messages = ctx.session.messages  # the invocation already appended the user message

@@ -30,7 +30,7 @@ from ..session import TurnContext
 from ..tools import Tool, ToolContext, ToolFail
 from ..types import Message, Part, ToolResponse, ToolResume
 from . import observe
-from .decision import FREE, Call, Decision, decide, session_rule
+from .decision import FREE, Call, decide, session_rule
 from .ownership import principal_of
 
 __all__ = ["Done", "Paused", "ToolRunner", "gate_of", "mark_paused", "tool_response"]
@@ -191,33 +191,6 @@ class ToolRunner:
         finally:  # the turn's timeline: a call that did not pause, finish or refuse failed
             outcome = run["outcome"]
             observe.step(turn, "t", tr.name, tr.ref, t0, outcome if outcome in _STEP_OUTCOMES else "failed")
-
-    async def decide_answers(
-        self,
-        resume: ToolResume,
-        principal: str | None,
-        stored_rules: Callable[[], Awaitable[list[dict[str, Any]]]],
-    ) -> dict[tuple[str, str | None], Decision]:
-        """The decision of each call `resume` restarts (`decision.decide`), by ``(name, ref)``.
-
-        The session's rules are read once, when a decision first needs them.
-        """
-        read: list[list[dict[str, Any]]] = []
-
-        async def live() -> list[dict[str, Any]]:
-            if not read:
-                read.append(await stored_rules())
-            return read[0]
-
-        decided: dict[tuple[str, str | None], Decision] = {}
-        for part in resume.restart:
-            tr = part.tool_request
-            if tr is None or tr.name not in self._calls:
-                continue
-            meta = part.metadata or {}
-            call = Call(tr.name, tr.ref, tr.input, meta.get("resumed"), meta.get("expired"), principal)
-            decided[(tr.name, tr.ref)] = await decide(call, self.tools.get(tr.name), self.gate, live)
-        return decided
 
     @staticmethod
     async def _live_rules(turn: TurnContext) -> list[dict[str, Any]]:

@@ -72,9 +72,14 @@ class Turn:
         self.answering = False  # this turn runs a claimed answer (its row names the answer)
         self.decided: dict[tuple[str, str | None], Any] = {}
         self.ctx: TurnContext | None = None
+        self.observed = False  # the installed observer runs it (`observe`)
 
     async def __call__(self) -> AgentOutput:
         inv = self.inv
+        watcher = observe.observer
+        if watcher is not None and not self.observed:
+            self.observed = True
+            return await watcher.turn(inv, self.inp, self.index, self)
         if self.inp.message is not None and inv.action == "resume" and not await inv.may_message():
             # a connection opened to answer (an approver may) sends no message into another's session
             assert inv.session is not None
