@@ -47,6 +47,9 @@ ANTHROPIC_URL = "https://api.anthropic.com/v1"
 API_KEY_ENV = ("ANTHROPIC_API_KEY",)
 API_VERSION = "2023-06-01"
 
+_SETTINGS = {
+    name: name for name in ("temperature", "top_p", "top_k", "stop_sequences")
+}  # Genkit's, snake_case
 _FINISH = {
     "end_turn": "stop",
     "tool_use": "stop",
@@ -132,14 +135,7 @@ class AnthropicModel(HttpModel):
             choice = {"auto": "auto", "required": "any", "none": "none"}.get(request.tool_choice or "")
             if choice:
                 body["tool_choice"] = {"type": choice}
-        for key, value in (
-            ("temperature", cfg.temperature),
-            ("top_p", cfg.top_p),
-            ("top_k", cfg.top_k),
-            ("stop_sequences", cfg.stop_sequences),
-        ):
-            if value is not None:
-                body[key] = value
+        body.update(cfg.settings(_SETTINGS))
         for key, value in cfg.extra.items():
             if key not in ("model", "messages", "stream"):
                 body[key] = value

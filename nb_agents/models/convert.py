@@ -71,6 +71,15 @@ class GenerationConfig:
     version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def settings(self, names: Mapping[str, str]) -> dict[str, Any]:
+        """The common settings that are set, under a provider's keys (`names`: field -> key).
+
+        Example:
+            >>> GenerationConfig(temperature=0.2).settings({"temperature": "temperature", "top_p": "topP"})
+            {'temperature': 0.2}
+        """
+        return {key: value for name, key in names.items() if (value := getattr(self, name)) is not None}
+
 
 def _as_dict(config: Any) -> dict[str, Any]:
     if config is None:

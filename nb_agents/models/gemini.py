@@ -40,6 +40,13 @@ GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
 API_KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+_SETTINGS = {
+    "temperature": "temperature",
+    "max_output_tokens": "maxOutputTokens",
+    "top_p": "topP",
+    "top_k": "topK",
+    "stop_sequences": "stopSequences",
+}
 _TOP_LEVEL = {"safetySettings", "toolConfig", "cachedContent", "labels"}
 _SIGNATURE = "thoughtSignature"
 _CALL_ID = "functionCallId"
@@ -110,16 +117,7 @@ class GeminiModel(HttpModel):
             mode = {"auto": "AUTO", "required": "ANY", "none": "NONE"}.get(request.tool_choice or "")
             if mode:
                 body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
-        gen: dict[str, Any] = {}
-        for key, value in (
-            ("temperature", cfg.temperature),
-            ("maxOutputTokens", cfg.max_output_tokens),
-            ("topP", cfg.top_p),
-            ("topK", cfg.top_k),
-            ("stopSequences", cfg.stop_sequences),
-        ):
-            if value is not None:
-                gen[key] = value
+        gen = cfg.settings(_SETTINGS)
         for key, value in cfg.extra.items():
             if key in _TOP_LEVEL:
                 body[key] = value
