@@ -27,6 +27,7 @@ from ._provider import HttpModel, HttpOptions, StreamState
 from .base import ModelChunkSink
 from .convert import (
     RefCounter,
+    add_turn,
     build_response,
     data_url,
     output_text,
@@ -136,9 +137,7 @@ class AnthropicModel(HttpModel):
             if choice:
                 body["tool_choice"] = {"type": choice}
         body.update(cfg.settings(_SETTINGS))
-        for key, value in cfg.extra.items():
-            if key not in ("model", "messages", "stream"):
-                body[key] = value
+        body.update(cfg.passed("model", "messages", "stream"))
         if stream:
             body["stream"] = True
         return body
@@ -156,13 +155,7 @@ def to_messages(messages: list[Message]) -> list[dict[str, Any]]:
             block = _block(p, msg.role, refs)
             if block is not None:
                 blocks.append(block)
-        if not blocks:
-            continue
-        role = "assistant" if msg.role == "model" else "user"
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
+        add_turn(out, "assistant" if msg.role == "model" else "user", "content", blocks)
     return out
 
 

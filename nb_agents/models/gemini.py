@@ -30,7 +30,7 @@ from typing import Any
 from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
 from ._provider import HttpModel, StreamState
 from .base import ModelChunkSink
-from .convert import build_response, data_url, mint_ref, split_config, system_text, tool_schema
+from .convert import add_turn, build_response, data_url, mint_ref, split_config, system_text, tool_schema
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
 from .http import ServerSentEvent, read_error
 
@@ -161,13 +161,7 @@ def to_contents(messages: list[Message]) -> list[dict[str, Any]]:
                     parts.append({"functionResponse": response})
         else:
             parts = [q for q in (_user_part(p) for p in msg.content) if q is not None]
-        if not parts:
-            continue
-        role = "model" if msg.role == "model" else "user"
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
+        add_turn(out, "model" if msg.role == "model" else "user", "parts", parts)
     return out
 
 

@@ -166,9 +166,7 @@ class OpenAICompatModel(HttpModel):
         if cfg.stop_sequences:
             body["stop"] = cfg.stop_sequences
         # topK has no chat-completions field; pass "top_k" explicitly to servers that take it
-        for key, value in cfg.extra.items():
-            if key not in ("model", "messages", "stream"):
-                body[key] = value
+        body.update(cfg.passed("model", "messages", "stream"))
 
 
 def to_messages(messages: list[Message]) -> list[dict[str, Any]]:
