@@ -111,9 +111,6 @@ class AnthropicModel(HttpModel):
             **self.headers,
         }
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        return parse_message(data, self.provider)
-
     def stream_state(self) -> _StreamState:
         return _StreamState(self.provider)
 

@@ -86,11 +86,6 @@ class GeminiModel(HttpModel):
     def request_headers(self, key: str | None) -> dict[str, str]:
         return {"Content-Type": "application/json", "x-goog-api-key": key or "", **self.headers}
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        state = _Assembler(self.provider)
-        state.take(data)
-        return state.response()
-
     def stream_state(self) -> _Assembler:
         return _Assembler(self.provider)
 

@@ -126,9 +126,6 @@ class OpenAICompatModel(HttpModel):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        return parse_completion(data, self.provider)
-
     def stream_state(self) -> _StreamState:
         return _StreamState(self.provider)
 
