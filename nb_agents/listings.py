@@ -48,6 +48,7 @@ class PendingTurn:
         requested_by: Who asked: the session's owner (``context["auth"]["uid"]`` of
             its first turn), or None when it has none.
         paused_at: When the turn paused (ISO 8601 UTC), if known.
+        agent_name, session_id, snapshot_id: Whose turn it is, and where.
         only: The tools the listing was filtered to (``pending(tool=...)``), or None.
     """
 
@@ -61,17 +62,15 @@ class PendingTurn:
         attempt: SessionSnapshot | None = None,
     ) -> None:
         self.agent = agent
+        self.agent_name = agent.name
         self.snapshot = snapshot
+        self.session_id, self.snapshot_id = snapshot.session_id, snapshot.snapshot_id
         self.message = message
         self.interrupts = interrupts_of(message.interrupts())
         self.attempt = attempt
         self.status = attempt.status if attempt is not None and attempt.status else "waiting"
         self.requested_by: str | None = snapshot.owner
         self.paused_at: str | None = snapshot.updated_at or snapshot.created_at
-
-    @property
-    def agent_name(self) -> str:
-        return self.agent.name
 
     @property
     def age(self) -> timedelta | None:
@@ -90,14 +89,6 @@ class PendingTurn:
         """Its waiting interrupts as inbox rows (those of the listing's ``tool=`` filter, if any)."""
         kept = [i for i in self.interrupts if self.only is None or i.name in self.only]
         return [InboxItem(self, i) for i in kept]
-
-    @property
-    def session_id(self) -> str | None:
-        return self.snapshot.session_id
-
-    @property
-    def snapshot_id(self) -> str:
-        return self.snapshot.snapshot_id
 
     def chat(self) -> Chat:
         """A chat positioned on the paused turn, ready for ``resume`` (or ``retry``)."""
@@ -127,6 +118,9 @@ class InboxItem:
         turn: The paused turn it belongs to (answer it through ``turn.chat()``).
         interrupt: The interrupt (`ApprovalHold` for a call held for approval),
             with the builders of its answers (``approve``, ``deny``, ``cancel``, ...).
+        agent_name, session_id, snapshot_id, requested_by: The turn's (see `PendingTurn`).
+        tool, input, deadline: The interrupt's tool name, its input, and when it
+            expires (UTC; None: never).
     """
 
     def __init__(self, turn: PendingTurn, interrupt: AgentInterrupt) -> None:
@@ -138,43 +132,23 @@ class InboxItem:
             else ApprovalHold.claim(interrupt.part)
         )
         self.interrupt: AgentInterrupt = hold if hold is not None else interrupt
+        self.agent_name = turn.agent_name
+        self.session_id = turn.session_id
+        self.snapshot_id = turn.snapshot_id
+        self.requested_by = turn.requested_by
+        self.tool = self.interrupt.name
+        self.input = self.interrupt.input
+        self.deadline = self.interrupt.expires_at
 
     @property
     def key(self) -> tuple[str, str, str, str | None]:
         """What identifies the row: (agent, snapshot id, tool, ref)."""
-        return (self.turn.agent_name, self.turn.snapshot_id, self.interrupt.name, self.interrupt.ref)
-
-    @property
-    def agent_name(self) -> str:
-        return self.turn.agent_name
-
-    @property
-    def session_id(self) -> str | None:
-        return self.turn.session_id
-
-    @property
-    def snapshot_id(self) -> str:
-        return self.turn.snapshot_id
-
-    @property
-    def tool(self) -> str:
-        return self.interrupt.name
-
-    @property
-    def input(self) -> Any:
-        return self.interrupt.input
-
-    @property
-    def requested_by(self) -> str | None:
-        return self.turn.requested_by
+        return (self.agent_name, self.snapshot_id, self.tool, self.interrupt.ref)
 
     @property
     def age(self) -> timedelta | None:
+        """How long its turn has waited (None when the store kept no time)."""
         return self.turn.age
-
-    @property
-    def deadline(self) -> datetime | None:
-        return self.interrupt.expires_at
 
     @property
     def summary(self) -> Summary:

@@ -36,6 +36,7 @@ from .approval import needs_approval
 from .calls import Call
 from .connection import Connection, Transport, describe
 from .errors import MCPCallLostError, MCPConnectionError, MCPError, MCPSchemaError
+from .rounds import Retry
 from .tools import CallKey, MCPTool
 
 __all__ = ["MCPServer"]
@@ -291,23 +292,18 @@ class MCPServer:
         if conn is not None:
             await conn.close()
 
-    async def start_call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        *,
-        input_responses: dict[str, Any] | None = None,
-        request_state: str | None = None,
-    ) -> Call:
-        """Start a call of `tool` (the server's name), or the retry of one whose result was
-        "input required" (the answers and the server's state); on the private loop."""
+    async def start_call(self, tool: str, arguments: dict[str, Any], retry: Retry | None = None) -> Call:
+        """Start a call of `tool` (the server's name), or with `retry` the next leg of one whose
+        result was "input required" (its answers, none when it only polls, and the server's
+        state); on the private loop."""
         conn = await self._connection()
         responses = None
-        if input_responses is not None:
+        if retry is not None and retry.responses:
             from mcp.types import ElicitResult
 
-            responses = {k: ElicitResult.model_validate(v) for k, v in input_responses.items()}
-        call = conn.new_call(tool, arguments, input_responses=responses, request_state=request_state)
+            responses = {k: ElicitResult.model_validate(v) for k, v in retry.responses.items()}
+        state = retry.request_state if retry is not None else None
+        call = conn.new_call(tool, arguments, input_responses=responses, request_state=state)
         await call.start()
         return call
 

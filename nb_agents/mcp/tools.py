@@ -257,14 +257,7 @@ class MCPTool(Tool):
     async def _retry(
         self, retry: Retry, key: CallKey, ctx: ToolContext, arguments: dict[str, Any], supply: Supply
     ) -> Any:
-        call = await on_portal(
-            self.server.start_call(
-                self.remote_name,
-                arguments,
-                input_responses=retry.responses,
-                request_state=retry.request_state,
-            )
-        )
+        call = await on_portal(self.server.start_call(self.remote_name, arguments, retry))
         return await self._follow(call, key, ctx, arguments, supply, sent_state=retry.request_state)
 
     async def _follow(
@@ -336,14 +329,7 @@ class MCPTool(Tool):
                     delay = min(delay * 2, 0.25)
                 retry = round_.retry()
                 sent_state = retry.request_state
-                call = await on_portal(
-                    self.server.start_call(
-                        self.remote_name,
-                        arguments,
-                        input_responses=retry.responses or None,
-                        request_state=retry.request_state,
-                    )
-                )
+                call = await on_portal(self.server.start_call(self.remote_name, arguments, retry))
         except asyncio.CancelledError:
             if not self.server.holds(key):  # the turn was aborted while the call ran: stop it
                 self.server.drop_soon(call)

@@ -14,9 +14,9 @@ A provider supplies only what differs, as hooks:
 - class attributes: `provider`, `default_base_url`, `key_env`, `key_required`,
   `model_prefix`;
 - `endpoint` (the URL), `request_headers` (auth), `request_body` (streaming or
-  not), `parse_response` (a whole answer) and `stream_state` (a new
-  `StreamState`, which assembles streamed text and tool-call fragments into
-  the final response and emits the `ModelResponseChunk` values).
+  not) and `stream_state` (a new `StreamState`, which assembles streamed text
+  and tool-call fragments into the final response and emits the
+  `ModelResponseChunk` values, and reads a whole answer).
 """
 
 from __future__ import annotations
@@ -87,9 +87,8 @@ class StreamState(ABC):
 
     @abstractmethod
     async def answer(self, data: Any, sink: ModelChunkSink) -> GenerateResponse:
-        """The response from a whole JSON answer to a streamed request.
-
-        Some servers ignore ``stream: true``; see `ProviderClient.stream_events`.
+        """The response from a whole JSON answer: to a request not streamed, or to a
+        streamed one whose server ignored ``stream: true`` (see `ProviderClient.stream_events`).
         """
 
     async def emit(self, sink: ModelChunkSink, *parts: Part) -> None:
@@ -178,10 +177,10 @@ class HttpModel(ABC):
         stream = on_chunk is not None
         url = self.endpoint(request, stream=stream)
         body = self.request_body(request, stream=stream)
-        if on_chunk is None:
-            return self.parse_response(await self.http.post_json(url, body, headers))
-        sink = on_chunk
         state = self.stream_state()
+        if on_chunk is None:
+            return await state.answer(await self.http.post_json(url, body, headers), _nobody)
+        sink = on_chunk
 
         async def handle(event: ServerSentEvent) -> None:
             await state.feed(event, sink)
@@ -209,12 +208,12 @@ class HttpModel(ABC):
         """The JSON body for `request` (public so tests can assert it)."""
 
     @abstractmethod
-    def parse_response(self, data: Any) -> GenerateResponse:
-        """The response from the provider's whole JSON answer."""
-
-    @abstractmethod
     def stream_state(self) -> StreamState:
-        """A fresh `StreamState` for one streamed `generate` call."""
+        """A fresh `StreamState` for one `generate` call (it reads a whole answer too)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"
+
+
+async def _nobody(chunk: ModelResponseChunk) -> None:
+    """The sink of a call that is not streamed: nobody listens."""

@@ -27,6 +27,7 @@ from ._provider import HttpModel, HttpOptions, StreamState
 from .base import ModelChunkSink
 from .convert import (
     RefCounter,
+    add_turn,
     build_response,
     data_url,
     output_text,
@@ -47,6 +48,9 @@ ANTHROPIC_URL = "https://api.anthropic.com/v1"
 API_KEY_ENV = ("ANTHROPIC_API_KEY",)
 API_VERSION = "2023-06-01"
 
+_SETTINGS = {
+    name: name for name in ("temperature", "top_p", "top_k", "stop_sequences")
+}  # Genkit's, snake_case
 _FINISH = {
     "end_turn": "stop",
     "tool_use": "stop",
@@ -107,9 +111,6 @@ class AnthropicModel(HttpModel):
             **self.headers,
         }
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        return parse_message(data, self.provider)
-
     def stream_state(self) -> _StreamState:
         return _StreamState(self.provider)
 
@@ -132,17 +133,8 @@ class AnthropicModel(HttpModel):
             choice = {"auto": "auto", "required": "any", "none": "none"}.get(request.tool_choice or "")
             if choice:
                 body["tool_choice"] = {"type": choice}
-        for key, value in (
-            ("temperature", cfg.temperature),
-            ("top_p", cfg.top_p),
-            ("top_k", cfg.top_k),
-            ("stop_sequences", cfg.stop_sequences),
-        ):
-            if value is not None:
-                body[key] = value
-        for key, value in cfg.extra.items():
-            if key not in ("model", "messages", "stream"):
-                body[key] = value
+        body.update(cfg.settings(_SETTINGS))
+        body.update(cfg.passed("model", "messages", "stream"))
         if stream:
             body["stream"] = True
         return body
@@ -160,13 +152,7 @@ def to_messages(messages: list[Message]) -> list[dict[str, Any]]:
             block = _block(p, msg.role, refs)
             if block is not None:
                 blocks.append(block)
-        if not blocks:
-            continue
-        role = "assistant" if msg.role == "model" else "user"
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
+        add_turn(out, "assistant" if msg.role == "model" else "user", "content", blocks)
     return out
 
 

@@ -25,6 +25,7 @@ from ..types import GenerateResponse, Message, Part
 __all__ = [
     "GenerationConfig",
     "RefCounter",
+    "add_turn",
     "arguments_text",
     "mint_ref",
     "build_response",
@@ -71,6 +72,19 @@ class GenerationConfig:
     version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def settings(self, names: Mapping[str, str]) -> dict[str, Any]:
+        """The common settings that are set, under a provider's keys (`names`: field -> key).
+
+        Example:
+            >>> GenerationConfig(temperature=0.2).settings({"temperature": "temperature", "top_p": "topP"})
+            {'temperature': 0.2}
+        """
+        return {key: value for name, key in names.items() if (value := getattr(self, name)) is not None}
+
+    def passed(self, *taken: str) -> dict[str, Any]:
+        """The other settings, as given, but for the keys the provider sets itself (`taken`)."""
+        return {key: value for key, value in self.extra.items() if key not in taken}
+
 
 def _as_dict(config: Any) -> dict[str, Any]:
     if config is None:
@@ -97,6 +111,17 @@ def split_config(*configs: Any) -> GenerationConfig:
             else:
                 setattr(out, target, value)
     return out
+
+
+def add_turn(out: list[dict[str, Any]], role: str, key: str, content: list[dict[str, Any]]) -> None:
+    """Append a message of `role` holding `content` under `key` (none if it is empty), merged
+    into the last one when that has the same role: APIs whose roles alternate want it so."""
+    if not content:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1][key].extend(content)
+    else:
+        out.append({"role": role, key: content})
 
 
 def system_text(messages: Iterable[Message]) -> str | None:

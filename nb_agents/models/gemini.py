@@ -30,7 +30,7 @@ from typing import Any
 from ..types import GenerateRequest, GenerateResponse, Message, Part, ToolRequest
 from ._provider import HttpModel, StreamState
 from .base import ModelChunkSink
-from .convert import build_response, data_url, mint_ref, split_config, system_text, tool_schema
+from .convert import add_turn, build_response, data_url, mint_ref, split_config, system_text, tool_schema
 from .errors import ModelConnectionError, ModelResponseError, error_for_http_status
 from .http import ServerSentEvent, read_error
 
@@ -40,6 +40,13 @@ GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta"
 API_KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 _BLOCKED = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+_SETTINGS = {
+    "temperature": "temperature",
+    "max_output_tokens": "maxOutputTokens",
+    "top_p": "topP",
+    "top_k": "topK",
+    "stop_sequences": "stopSequences",
+}
 _TOP_LEVEL = {"safetySettings", "toolConfig", "cachedContent", "labels"}
 _SIGNATURE = "thoughtSignature"
 _CALL_ID = "functionCallId"
@@ -79,11 +86,6 @@ class GeminiModel(HttpModel):
     def request_headers(self, key: str | None) -> dict[str, str]:
         return {"Content-Type": "application/json", "x-goog-api-key": key or "", **self.headers}
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        state = _Assembler(self.provider)
-        state.take(data)
-        return state.response()
-
     def stream_state(self) -> _Assembler:
         return _Assembler(self.provider)
 
@@ -110,16 +112,7 @@ class GeminiModel(HttpModel):
             mode = {"auto": "AUTO", "required": "ANY", "none": "NONE"}.get(request.tool_choice or "")
             if mode:
                 body["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
-        gen: dict[str, Any] = {}
-        for key, value in (
-            ("temperature", cfg.temperature),
-            ("maxOutputTokens", cfg.max_output_tokens),
-            ("topP", cfg.top_p),
-            ("topK", cfg.top_k),
-            ("stopSequences", cfg.stop_sequences),
-        ):
-            if value is not None:
-                gen[key] = value
+        gen = cfg.settings(_SETTINGS)
         for key, value in cfg.extra.items():
             if key in _TOP_LEVEL:
                 body[key] = value
@@ -163,13 +156,7 @@ def to_contents(messages: list[Message]) -> list[dict[str, Any]]:
                     parts.append({"functionResponse": response})
         else:
             parts = [q for q in (_user_part(p) for p in msg.content) if q is not None]
-        if not parts:
-            continue
-        role = "model" if msg.role == "model" else "user"
-        if out and out[-1]["role"] == role:
-            out[-1]["parts"].extend(parts)
-        else:
-            out.append({"role": role, "parts": parts})
+        add_turn(out, "model" if msg.role == "model" else "user", "parts", parts)
     return out
 
 

@@ -126,9 +126,6 @@ class OpenAICompatModel(HttpModel):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def parse_response(self, data: Any) -> GenerateResponse:
-        return parse_completion(data, self.provider)
-
     def stream_state(self) -> _StreamState:
         return _StreamState(self.provider)
 
@@ -158,18 +155,15 @@ class OpenAICompatModel(HttpModel):
         return body
 
     def _apply_config(self, body: dict[str, Any], cfg: GenerationConfig) -> None:
-        if cfg.temperature is not None:
-            body["temperature"] = cfg.temperature
-        if cfg.top_p is not None:
-            body["top_p"] = cfg.top_p
-        if cfg.max_output_tokens is not None:
-            body[self.max_tokens_field] = cfg.max_output_tokens
+        body.update(
+            cfg.settings(
+                {"temperature": "temperature", "top_p": "top_p", "max_output_tokens": self.max_tokens_field}
+            )
+        )
         if cfg.stop_sequences:
             body["stop"] = cfg.stop_sequences
         # topK has no chat-completions field; pass "top_k" explicitly to servers that take it
-        for key, value in cfg.extra.items():
-            if key not in ("model", "messages", "stream"):
-                body[key] = value
+        body.update(cfg.passed("model", "messages", "stream"))
 
 
 def to_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -31,17 +31,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import anyio.to_thread
-
-from ._base import BaseSessionStore
 from ._changes import shared
 from ._delta import MessageCache
 from ._file_layout import IndexCache
 from ._file_rows import Files
+from ._threaded import ThreadedSessionStore
 from .base import HEARTBEAT_TIMEOUT
 
 if sys.platform != "win32":
@@ -53,7 +50,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-class FileSessionStore(BaseSessionStore[Files]):
+class FileSessionStore(ThreadedSessionStore[Files]):
     """A session store of plain JSON files, one per snapshot, that you can read and diff.
 
     Safe to share between threads, event loops and processes on one machine
@@ -94,11 +91,6 @@ class FileSessionStore(BaseSessionStore[Files]):
         """Forget what is cached (the files are the store)."""
         self._indexes.clear()
         self._cache.clear()
-
-    async def _run(
-        self, write: bool, fn: Callable[Concatenate[Files, P], T], /, *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        return await anyio.to_thread.run_sync(partial(self._transaction, write, fn, *args, **kwargs))
 
     def _transaction(
         self, write: bool, fn: Callable[Concatenate[Files, P], T], /, *args: P.args, **kwargs: P.kwargs

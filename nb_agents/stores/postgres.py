@@ -51,7 +51,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'nb_agents[postgres]'") from exc
 
 from ..types import SessionSnapshot
-from ._base import BaseSessionStore
 from ._delta import MessageCache
 from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
 from ._pg_lend import Lender, Lent, still_holds
@@ -59,6 +58,7 @@ from ._pg_listen import PgListener
 from ._pg_pool import PgPool
 from ._pg_rows import ClaimRacedError, PgRows
 from ._pg_schema import init_schema
+from ._threaded import ThreadedSessionStore
 from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ReadAgainError, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
@@ -73,7 +73,7 @@ _DEADLOCK_RETRIES = 3
 _CACHE_ROWS = 1024
 
 
-class PostgresSessionStore(BaseSessionStore[PgRows]):
+class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     """A session store in a PostgreSQL database, for several server processes.
 
     Safe to share between threads, event loops and processes: every operation
@@ -190,11 +190,6 @@ class PostgresSessionStore(BaseSessionStore[PgRows]):
         return await anyio.to_thread.run_sync(partial(self._pool.run, check, idempotent=True))
 
     # -- transactions (in a worker thread) ----------------------------------------
-    async def _run(
-        self, write: bool, fn: Callable[Concatenate[PgRows, P], T], /, *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        return await anyio.to_thread.run_sync(partial(self._transaction, write, fn, *args, **kwargs))
-
     def _transaction(
         self, write: bool, fn: Callable[Concatenate[PgRows, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
