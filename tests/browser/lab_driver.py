@@ -238,7 +238,12 @@ class LabPage:
         )
 
     def run_all(self) -> None:
-        """Run > Run All Cells, then wait until every code cell has run and the kernel is idle."""
+        """Run > Run All Cells, then wait until every code cell has run and the kernel is idle.
+
+        The kernel is idle first: a Run All sent while it still connects can be lost (seen once in
+        CI under load: every cell left unrun, the kernel idle).
+        """
+        self.wait_until_idle()
         self.page.evaluate(WATCH_RUNS, _PANEL)
         self.menu("Run", "runmenu:run-all")
         self._wait_for_runs(None)
