@@ -262,10 +262,8 @@ def merge_answers(inp: AgentInput) -> AgentInput:
     An input without nested answers is returned as it is, at the cost of one scan.
     """
     resume = inp.resume
-    if resume is None or not any(
-        isinstance(r := (p.metadata or {}).get("resumed"), dict) and SUBAGENT in r for p in resume.restart
-    ):
-        return inp  # no part carries a nested answer (`nested_answer` tells which do)
+    if resume is None or not any(nested_answer((p.metadata or {}).get("resumed")) for p in resume.restart):
+        return inp
     meta = resume.metadata if isinstance(resume.metadata, dict) else {}
     by = meta.get("answeredBy")
     restart = _merged(resume.restart, bool(inp.partial), by if isinstance(by, str) else None)

@@ -292,13 +292,19 @@ class Invocation:
         assert self.store is not None
         if snapshot_id in self._watching:
             return
-        self._watching.add(snapshot_id)
         assert self.session is not None
         pending = pending_row(
             snapshot_id, self.session.session_id, parent_id, agent=self.spec.name, owner=self.owner
         )
         await self.store.save_snapshot(snapshot_id, lambda cur: pending if cur is None else None)
-        keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)  # issue 23: no task
+        self.keep_fresh(snapshot_id)
+
+    def keep_fresh(self, snapshot_id: str) -> None:
+        """Keep the turn's pending row's heartbeat fresh, and act on an abort saved to it, until the
+        invocation is over (no task: `heartbeat.keep_alive`)."""
+        assert self.store is not None
+        self._watching.add(snapshot_id)
+        keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
 
 
 @dataclass(frozen=True, slots=True)

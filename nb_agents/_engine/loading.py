@@ -91,10 +91,12 @@ async def load_session(
         return Session.from_state(state, state.session_id or str(uuid.uuid4())), None, None
 
     if init.snapshot_id:
-        # an answer claims the row next, in this task: a store may answer from its own copy and
-        # have the claim check it (PostgreSQL; else `ReadAgainError`, and `Turn.claim` loads again)
-        read = getattr(store, "get_snapshot_to_claim", store.get_snapshot) if action == "resume" else None
-        snap = await (read or store.get_snapshot)(init.snapshot_id)
+        read = store.get_snapshot
+        if action == "resume":
+            # an answer claims the row next, in this task: a store may answer from its own copy and
+            # have the claim check it (PostgreSQL; else `ReadAgainError`, and `Turn.claim` loads again)
+            read = getattr(store, "get_snapshot_to_claim", read)
+        snap = await read(init.snapshot_id)
         if snap is None or not visible(
             snap, agent=name, context=context, action=action, authorize=spec.authorize
         ):

@@ -174,7 +174,7 @@ class PromptTurn:
             index += 1
         for _ in range(self.max_turns):
             response = await self._call_model(messages, ctx, index)
-            msg = response.message or response.resolved_message()  # else the legacy shape
+            msg = response.resolved_message()
             if msg is None:
                 raise InternalError(f"model '{self.model.name}' returned no message")
             requests = msg.tool_requests
@@ -185,7 +185,7 @@ class PromptTurn:
                 requests = msg.tool_requests
             if not requests:
                 messages.append(msg)
-                reason = response.finish_reason or response.resolved_finish_reason()
+                reason = response.resolved_finish_reason()
                 ctx.finish_reason = reason if reason in _MODEL_REASONS else "other"  # type: ignore[assignment]
                 return msg
             outcomes = await runner.run(requests, ctx, restarted=False)
@@ -217,7 +217,7 @@ class PromptTurn:
         return msg
 
     async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
-        model = self._model or self.model  # resolved on the first call
+        model = self.model
         definitions = self._definitions
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],

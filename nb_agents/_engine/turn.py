@@ -41,7 +41,7 @@ from . import observe
 from .audit import asks_rule
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
-from .heartbeat import keep_alive, pending_row
+from .heartbeat import pending_row
 from .loading import session_of
 from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
@@ -181,8 +181,7 @@ class Turn:
             inv.preempted = True
             return self._refused(outcome.error)
         self.attempt, self.answering = outcome, True
-        inv._watching.add(snapshot_id)  # its pending row went in with the claim: keep it fresh
-        keep_alive(store, snapshot_id, done=inv.finished, on_abort=inv._abort.set)
+        inv.keep_fresh(snapshot_id)  # its pending row went in with the claim
         return None
 
     async def _replay(self, snap: SessionSnapshot) -> AgentOutput:

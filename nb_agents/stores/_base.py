@@ -119,8 +119,7 @@ class BaseSessionStore(Generic[Tx]):
         """``fn(tx, *args, **kwargs)`` in one transaction (a write one when `write`)."""
         raise NotImplementedError
 
-    # a store's shortcuts for the calls of an approval cycle (`._pg_fast`; SQLite's own verbs try
-    # `._sqlite_fast` first):
+    # a store's shortcuts for the calls of an approval cycle (`._sqlite_fast`, `._pg_fast`):
     # each answers as the general path would, or says `SLOW` and the general path runs
     async def _save_fast(
         self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
