@@ -8,13 +8,14 @@ check on answers given in-process; `tests/edges/test_hostile_bytes.py`: over HTT
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from nb_agents._json import check_value, loads
 from nb_agents.errors import InvalidArgumentError
-from nb_agents.types import AgentInput
+from nb_agents.types import AgentInput, Part, ToolResponse, ToolResume
 
 REFUSED = [
     ('{"a": NaN}', "a is NaN"),
@@ -63,3 +64,67 @@ def test_a_long_key_is_cut_short_in_the_path() -> None:
     with pytest.raises(InvalidArgumentError) as err:
         check_value({"k" * 5000: math.inf})
     assert len(err.value.message) < 300 and ("k" * 64 + "...") in err.value.message
+
+
+def _values() -> list[object]:
+    """Plain data and wire models around every refused value, every accepted edge and the depth limit."""
+    from enum import StrEnum
+
+    class Colour(StrEnum):
+        RED = "red"
+
+    refused = [loads_unchecked(text) for text, _ in REFUSED]
+    edges: list[object] = [
+        None, True, 0, -0.0, 5e-324, 1.7976931348623157e308, int("9" * 308), "é😀\x01", "\ud800", "a\x00",
+        Colour.RED, {"k\x00": 1}, {"é": 1}, {1: "x"}, (1, 2), [b"bytes"], math.nan, -math.inf, 10**400,
+    ]  # fmt: skip
+    for n in (62, 63, 64, 65):
+        edges.append(_nested(n))
+    out: list[object] = []
+    for v in refused + edges:
+        out.append(v)
+        output = {"amount": v}
+        out.append(
+            AgentInput.model_construct(
+                resume=ToolResume.model_construct(
+                    respond=[
+                        Part.model_construct(tool_response=ToolResponse(name="t", ref="r", output=output))
+                    ]
+                )
+            )
+        )
+    return out
+
+
+def loads_unchecked(text: str) -> object:
+    from nb_agents._json import _int
+
+    return json.loads(text, parse_constant=float, parse_int=_int)
+
+
+def _nested(n: int) -> object:
+    value: object = []
+    for _ in range(n - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", _values(), ids=lambda v: repr(v)[:40])
+def test_the_quick_walk_passes_only_what_the_full_check_passes(value: object) -> None:
+    # check_value walks quickly first (`_plain`, no paths kept) and falls back to the full walk
+    # (`_check_all`) for anything it is not sure of: the quick walk must never pass a value the
+    # full walk refuses, plain or inside a wire model, at any depth
+    from nb_agents._json import _check_all, _plain
+
+    try:
+        _check_all(value, "v")
+    except InvalidArgumentError:
+        refused = True
+    else:
+        refused = False
+    if refused:
+        assert not _plain(value)
+        with pytest.raises(InvalidArgumentError):
+            check_value(value, "v")
+    else:
+        check_value(value, "v")
