@@ -61,9 +61,7 @@ def pending_row(
     )
 
 
-def keep_alive(
-    store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
-) -> None:
+def keep_alive(store: SessionStore, snapshot_id: str, *, done: Signal, on_abort: Callable[[], None]) -> None:
     """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
     is aborted. Returns at once; the row is watched by its store's watcher on this loop.
 
@@ -73,7 +71,9 @@ def keep_alive(
     meanwhile is noticed then.
     """
     loop = asyncio.get_running_loop()
-    loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
+    begin = loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
+    # a turn that ends first lets go of its timer (and the turn it holds) at once
+    done.add_callback(begin.cancel)
 
 
 def _begin(

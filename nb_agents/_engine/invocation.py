@@ -75,7 +75,7 @@ class Invocation:
         self.result: asyncio.Future[AgentOutput] = asyncio.get_running_loop().create_future()
         self.detached = False
         self.closed = False
-        self.finished = asyncio.Event()
+        self.finished = Signal()
         self.session: Session | None = None
         self.parent_id: str | None = None
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
