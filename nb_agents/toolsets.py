@@ -10,10 +10,11 @@ toolset's latest listing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from .errors import InvalidArgumentError
 from .tools import Tool
@@ -45,12 +46,16 @@ def is_toolset(value: Any) -> bool:
     return not isinstance(value, Tool) and isinstance(value, Toolset)
 
 
-_Unlisted = create_model("UnlistedToolInput", __config__=ConfigDict(extra="allow"))
+@functools.cache
+def _unlisted_input() -> type[BaseModel]:
+    """Built on first use: a model built at import loads pydantic's plugins, and `import nb_agents`
+    must stay fast."""
+    return create_model("UnlistedToolInput", __config__=ConfigDict(extra="allow"))
 
 
 def _unlisted(name: str) -> Tool:
     """A stand-in for a tool a toolset has not listed yet: it takes any input."""
-    return Tool(None, name=name, input_model=_Unlisted, unpack_input=False)
+    return Tool(None, name=name, input_model=_unlisted_input(), unpack_input=False)
 
 
 class ToolTable(Mapping[str, Tool]):
