@@ -143,6 +143,22 @@ def test_import_is_light() -> None:
     assert _heavy_modules_after("import nb_agents") == []
 
 
+def test_import_builds_no_pydantic_model() -> None:
+    # building a model's validator loads pydantic's plugins (through importlib.metadata, ~20 ms):
+    # wire models are built on first use (`defer_build`), and so is every model of the package
+    code = "import sys, nb_agents; print('pydantic.plugin._loader' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == "False"
+    # the probe sees a model built
+    code = "import sys, nb_agents; nb_agents.Part(text='x'); print('pydantic.plugin._loader' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == "True"
+
+
 def test_import_probe_sees_heavy_modules() -> None:
     pytest.importorskip("ipywidgets")
     assert "ipywidgets" in _heavy_modules_after("import nb_agents, ipywidgets")
