@@ -95,12 +95,40 @@ def check_value(value: Any, where: str = "") -> None:
         ...
         nb_agents.errors.InvalidArgumentError: INVALID_ARGUMENT: o.amount is NaN; JSON numbers must be finite
     """
-    if not _plain(value):
-        _check_all(value, where)
+    # the walk of the common case: no paths kept, only the exact JSON types known. Whatever it is
+    # not sure of (a refused value, a str subclass or an ``Enum``, text beyond ASCII that may be
+    # fine) goes to the full walk (`_check_all`), which names what is wrong, if anything is
+    stack: list[tuple[Iterable[Any], int]] = [((value,), 0)]
+    while stack:
+        children, depth = stack.pop()
+        for v in children:
+            t = type(v)
+            if t is str:
+                if "\x00" in v or (not v.isascii() and _BAD_TEXT.search(v) is not None):
+                    return _check_all(value, where)
+            elif t is int or t is float:
+                if not -_MAX_DOUBLE <= v <= _MAX_DOUBLE:  # NaN fails both comparisons
+                    return _check_all(value, where)
+            elif v is None or t is bool:
+                continue
+            elif depth >= MAX_JSON_DEPTH:
+                return _check_all(value, where)
+            elif t is dict:
+                if not all(type(k) is str and k.isascii() and "\x00" not in k for k in v):
+                    return _check_all(value, where)
+                stack.append((v.values(), depth + 1))
+            elif t is list or t is tuple:
+                stack.append((v, depth + 1))
+            elif isinstance(v, BaseModel):
+                stack.append((v.__dict__.values(), depth + 1))
+                if v.__pydantic_extra__:
+                    stack.append((v.__pydantic_extra__.values(), depth + 1))
+            else:
+                return _check_all(value, where)
 
 
 def _check_all(value: Any, where: str) -> None:
-    """`check_value`'s full walk: raises naming the field that is wrong."""
+    """`check_value`'s full walk: raises naming the field that is wrong (if one is)."""
     # an explicit stack, not recursion: a hostile value must not exhaust the Python stack. A
     # node's path is its parent's and its own key or index (`_path` spells it, for an error)
     stack: list[tuple[Any, int, Any]] = [(value, 0, where)]
@@ -134,40 +162,6 @@ def _check_all(value: Any, where: str) -> None:
                     stack.append((v, depth + 1, (at, k)))
             else:
                 stack.extend((v, depth + 1, (at, [i])) for i, v in enumerate(node))
-
-
-def _plain(value: Any) -> bool:
-    """True when `check_value` passes `value` for sure: the walk of the common case, which keeps
-    no paths and knows only the exact JSON types. False sends the value to the full check,
-    which finds what is wrong (or that nothing is: a str subclass, an ``Enum``, other text)."""
-    stack: list[tuple[Iterable[Any], int]] = [((value,), 0)]
-    while stack:
-        children, depth = stack.pop()
-        for v in children:
-            t = type(v)
-            if t is str:
-                if "\x00" in v or (not v.isascii() and _BAD_TEXT.search(v) is not None):
-                    return False
-            elif t is int or t is float:
-                if not -_MAX_DOUBLE <= v <= _MAX_DOUBLE:  # NaN fails both comparisons
-                    return False
-            elif v is None or t is bool:
-                continue
-            elif depth >= MAX_JSON_DEPTH:
-                return False
-            elif t is dict:
-                if not all(type(k) is str and k.isascii() and "\x00" not in k for k in v):
-                    return False
-                stack.append((v.values(), depth + 1))
-            elif t is list or t is tuple:
-                stack.append((v, depth + 1))
-            elif isinstance(v, BaseModel):
-                stack.append((v.__dict__.values(), depth + 1))
-                if v.__pydantic_extra__:
-                    stack.append((v.__pydantic_extra__.values(), depth + 1))
-            else:
-                return False
-    return True
 
 
 def _path(at: Any) -> str:

@@ -61,9 +61,13 @@ def pending_row(
     )
 
 
-def keep_alive(store: SessionStore, snapshot_id: str, *, done: Signal, on_abort: Callable[[], None]) -> None:
+def keep_alive(
+    store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
+) -> asyncio.TimerHandle:
     """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
-    is aborted. Returns at once; the row is watched by its store's watcher on this loop.
+    is aborted. Returns at once, with the timer that begins the watch (the caller cancels it
+    when the turn ends: nothing about the row is due then); the row is watched by its
+    store's watcher on this loop.
 
     The watch begins a poll interval from now, when the row's first read is due: a turn
     that ends sooner (an in-process approval turn, most often) is never watched, as nothing
@@ -71,9 +75,7 @@ def keep_alive(store: SessionStore, snapshot_id: str, *, done: Signal, on_abort:
     meanwhile is noticed then.
     """
     loop = asyncio.get_running_loop()
-    begin = loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
-    # a turn that ends first lets go of its timer (and the turn it holds) at once
-    done.add_callback(begin.cancel)
+    return loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
 
 
 def _begin(

@@ -65,9 +65,12 @@ class Invocation:
         # the caller's Signal is the turn's; a plain Event from the caller gets one watcher for the
         # whole invocation
         self._abort = abort_signal if isinstance(abort_signal, Signal) else Signal()
-        self._event_watcher: asyncio.Task[None] | None = None
+        # what is cancelled when the invocation ends: the watcher of a caller's Event (which may
+        # never be set: it leaves no waiter) and the heartbeat timers of its pending rows (a turn
+        # that ended lets go of its timer, and of the invocation it holds, at once)
+        self._stops: list[asyncio.Task[None] | asyncio.TimerHandle] = []
         if abort_signal is not None and abort_signal is not self._abort:
-            self._event_watcher = watch_event(abort_signal, self._abort)
+            self._stops.append(watch_event(abort_signal, self._abort))
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
@@ -75,7 +78,7 @@ class Invocation:
         self.result: asyncio.Future[AgentOutput] = asyncio.get_running_loop().create_future()
         self.detached = False
         self.closed = False
-        self.finished = Signal()
+        self.finished = asyncio.Event()
         self.session: Session | None = None
         self.parent_id: str | None = None
         self.owner: str | None = None  # the session's principal (recorded on every row it writes)
@@ -116,8 +119,8 @@ class Invocation:
             return refused if refused is not None else await Turn(self, inp, 0)()
         finally:
             self.finished.set()
-            if self._event_watcher is not None:
-                self._event_watcher.cancel()
+            for stop in self._stops:
+                stop.cancel()
 
     # -- feeding ----------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
@@ -235,8 +238,8 @@ class Invocation:
         finally:
             self.closed = True
             self.finished.set()
-            if self._event_watcher is not None:
-                self._event_watcher.cancel()  # the caller's Event may never be set: leave no waiter
+            for stop in self._stops:
+                stop.cancel()
 
     def _output(
         self,
@@ -304,7 +307,7 @@ class Invocation:
         invocation is over (no task: `heartbeat.keep_alive`)."""
         assert self.store is not None
         self._watching.add(snapshot_id)
-        keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
+        self._stops.append(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
 
 
 @dataclass(frozen=True, slots=True)
