@@ -6,11 +6,15 @@ messages uvicorn would give it, one cycle at a time (POST the message, POST the
 approval), so what is measured is the app's own CPU per cycle: the turn route,
 the engine and the store. JSON and SSE apart, alternated in rounds; with
 ``--profile`` a cProfile of the given mode (cumulative and own time, top
-functions) instead of timings. ``--tree DIR`` times another tree's nb_agents
-(``git archive <commit> nb_agents | tar -x -C DIR``), for before/after::
+functions) instead of timings; with ``--statements`` the time of each SQLite
+statement a cycle runs (wall time in ``execute``, per cycle, and how many), so
+that the store's share of a cycle is seen apart from the Python around it.
+``--tree DIR`` times another tree's nb_agents (``git archive <commit> nb_agents
+| tar -x -C DIR``), for before/after::
 
     .venv/bin/python benchmarks/asgi_cycle.py [--cycles 2000] [--rounds 3] [--tree DIR]
     .venv/bin/python benchmarks/asgi_cycle.py --profile json
+    .venv/bin/python benchmarks/asgi_cycle.py --statements json
 """
 
 from __future__ import annotations
@@ -135,6 +139,40 @@ async def profiled(mode: str, cycles: int) -> None:
     stats.sort_stats("tottime").print_stats(40)
 
 
+async def statements(mode: str, cycles: int) -> None:
+    """Each SQLite statement's wall time in `execute` per cycle (every connection the store opens)."""
+    import sqlite3
+    from collections import defaultdict
+
+    spent: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    class Timed(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            t0 = time.perf_counter_ns()
+            try:
+                return super().execute(sql, *args)
+            finally:
+                row = spent[" ".join(sql.split())[:64]]
+                row[0] += time.perf_counter_ns() - t0
+                row[1] += 1
+
+    connect = sqlite3.connect
+    sqlite3.connect = lambda *a, **k: connect(*a, **{"factory": Timed, **k})  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory(prefix="asgi-cycle-") as work:
+        app = build(work)
+        for i in range(200):
+            await cycle(app, -i - 1, mode == "sse")
+        spent.clear()
+        t0 = time.process_time()
+        for n in range(cycles):
+            await cycle(app, n, mode == "sse")
+        cpu = (time.process_time() - t0) * 1e6 / cycles
+    total = sum(ns for ns, _ in spent.values()) / cycles / 1000
+    print(f"{mode}: {cpu:.0f} us CPU a cycle, {total:.0f} us of it in SQLite's execute ({total / cpu:.0%})")
+    for sql, (ns, n) in sorted(spent.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {ns / cycles / 1000:7.1f} us  x{n / cycles:4.2f}  {sql}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=2000)
@@ -142,6 +180,7 @@ def main() -> int:
     parser.add_argument("--tree", help="a directory holding another tree's nb_agents/ to time instead")
     parser.add_argument("--profile", choices=["json", "sse"])
     parser.add_argument("--concurrency", type=int, default=1, help="clients at once (timings)")
+    parser.add_argument("--statements", choices=["json", "sse"], help="time each SQLite statement")
     opts = parser.parse_args()
     if opts.tree:
         sys.path.insert(0, opts.tree)
@@ -150,6 +189,9 @@ def main() -> int:
 
     if opts.profile:
         asyncio.run(profiled(opts.profile, opts.cycles))
+        return 0
+    if opts.statements:
+        asyncio.run(statements(opts.statements, opts.cycles))
         return 0
     res = asyncio.run(timed(opts.cycles, opts.rounds, opts.concurrency))
     print(json.dumps({"tree": os.path.dirname(os.path.dirname(nb_agents.__file__)), "us_per_cycle": res}))
