@@ -377,3 +377,16 @@ def disk_size(path: Path) -> int:
     conn.close()
     wal = Path(f"{path}-wal")
     return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.SessionStore) -> None:
+    # a claimed answer's pending row is watched from a poll interval on; the turn that ends
+    # sooner cancels that timer, so nothing holds it (nor the invocation) after it returned
+    agent, sent = approval_agent(store)
+    chat = agent.chat()
+    paused = await chat.send("pay 5")
+    await chat.resume(restart=[paused.interrupts[0].restart(resumed=True)])
+    assert sent == [5]
+    loop = asyncio.get_running_loop()
+    timers = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+    assert [h for h in timers if getattr(h._callback, "__name__", "") == "_begin"] == []

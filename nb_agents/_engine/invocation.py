@@ -307,7 +307,11 @@ class Invocation:
         invocation is over (no task: `heartbeat.keep_alive`)."""
         assert self.store is not None
         self._watching.add(snapshot_id)
-        self._stops.append(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
+        begin = keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
+        # only the last turn's timer is kept to cancel (an earlier one has run, or runs as it did
+        # before: a long connection holds no timer per turn)
+        self._stops = [s for s in self._stops if not isinstance(s, asyncio.TimerHandle)]
+        self._stops.append(begin)
 
 
 @dataclass(frozen=True, slots=True)
