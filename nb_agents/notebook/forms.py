@@ -55,7 +55,6 @@ from .fields import Field, FieldError, schema_field
 __all__ = ["Answer", "InterruptForm", "approval_extras", "is_approval_shaped"]
 
 _OK = "color:var(--jp-success-color0,#2e7d32);font-weight:600"
-_REASON = "optional: why (the assistant reads it)"
 
 
 class InterruptForm(FormActions, AnswerBox):
