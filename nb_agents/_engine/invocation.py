@@ -308,8 +308,8 @@ class Invocation:
         assert self.store is not None
         self._watching.add(snapshot_id)
         begin = keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
-        # only the last turn's timer is kept to cancel (an earlier one has run, or runs as it did
-        # before: a long connection holds no timer per turn)
+        # only the last turn's timer is kept to cancel: an earlier turn's has run, or will and
+        # find that turn's row settled (a long connection holds no timer per turn)
         self._stops = [s for s in self._stops if not isinstance(s, asyncio.TimerHandle)]
         self._stops.append(begin)
 
