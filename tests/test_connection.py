@@ -92,3 +92,37 @@ async def test_a_plain_event_as_abort_signal_leaves_no_task_behind() -> None:
     await asyncio.sleep(0)  # let cancelled waiters finish
     assert out.finish_reason == "stop"
     assert len(asyncio.all_tasks()) == before
+
+
+async def test_a_connection_keeps_one_heartbeat_timer_however_many_answers_it_runs() -> None:
+    # a claimed answer's turn starts a timer that begins watching its pending row a poll interval
+    # later; the next turn of the connection (turns run one at a time) ends the watch of the last
+    @nba.tool(name="pay")
+    async def pay(amount: int, ctx: nba.ToolContext) -> str:
+        if not ctx.resumed:
+            ctx.interrupt({"confirm": amount})
+        return f"paid {amount}"
+
+    script = [tool_call_response(("pay", "p1", {"amount": 1})), text_response("one")]
+    script += [tool_call_response(("pay", "p2", {"amount": 2})), text_response("two")]
+    store = nba.InMemorySessionStore()
+    agent = nba.define_agent("conn", model=ScriptedModel(script), tools=[pay], store=store)
+    loop = asyncio.get_running_loop()
+
+    def watch_timers() -> int:
+        live = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+        return sum(getattr(h._callback, "__name__", "") == "_begin" for h in live)
+
+    async with agent.connect() as conn:
+        for n in (1, 2):
+            conn.send_text(f"pay {n}")
+            [paused] = [c.turn_end async for c in conn.receive() if c.turn_end]
+            snap = await agent.get_snapshot(paused.snapshot_id)
+            assert snap is not None and snap.state is not None
+            part = nba.AgentInterrupt(snap.state.messages[-1].content[0]).restart(resumed=True)
+            conn.send_resume(nba.ToolResume(restart=[part]))
+            [answered] = [c.turn_end async for c in conn.receive() if c.turn_end]
+            assert answered.finish_reason == "stop"
+            assert watch_timers() == 1  # this answer's, not the one before it too
+        await conn.output()
+    assert watch_timers() == 0  # the connection ended: none

@@ -307,11 +307,13 @@ class Invocation:
         invocation is over (no task: `heartbeat.keep_alive`)."""
         assert self.store is not None
         self._watching.add(snapshot_id)
-        begin = keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
-        # only the last turn's timer is kept to cancel: an earlier turn's has run, or will and
-        # find that turn's row settled (a long connection holds no timer per turn)
+        # the turns of an invocation run one at a time: the one before this has ended, and
+        # nothing about its row is due (a long connection holds one timer, not one per turn)
+        for stop in self._stops:
+            if isinstance(stop, asyncio.TimerHandle):
+                stop.cancel()
         self._stops = [s for s in self._stops if not isinstance(s, asyncio.TimerHandle)]
-        self._stops.append(begin)
+        self._stops.append(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
 
 
 @dataclass(frozen=True, slots=True)
