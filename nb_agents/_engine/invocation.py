@@ -65,12 +65,13 @@ class Invocation:
         # the caller's Signal is the turn's; a plain Event from the caller gets one watcher for the
         # whole invocation
         self._abort = abort_signal if isinstance(abort_signal, Signal) else Signal()
-        # what is cancelled when the invocation ends: the watcher of a caller's Event (which may
-        # never be set: it leaves no waiter) and the heartbeat timers of its pending rows (a turn
-        # that ended lets go of its timer, and of the invocation it holds, at once)
-        self._stops: list[asyncio.Task[None] | asyncio.TimerHandle] = []
+        # cancelled when the invocation ends: the watcher of a caller's Event (which may never be
+        # set: it leaves no waiter), and the timer that begins watching the last turn's pending row
+        # (a turn that ended lets go of it, and of the invocation it holds, at once)
+        self._event_watcher: asyncio.Task[None] | None = None
         if abort_signal is not None and abort_signal is not self._abort:
-            self._stops.append(watch_event(abort_signal, self._abort))
+            self._event_watcher = watch_event(abort_signal, self._abort)
+        self._begin_watch: asyncio.TimerHandle | None = None
         self._detach_requested = Signal()
         self._detaching: asyncio.Task[None] | None = None
         self._wants_detach = False
@@ -119,8 +120,9 @@ class Invocation:
             return refused if refused is not None else await Turn(self, inp, 0)()
         finally:
             self.finished.set()
-            for stop in self._stops:
-                stop.cancel()
+            for stop in (self._event_watcher, self._begin_watch):
+                if stop is not None:
+                    stop.cancel()
 
     # -- feeding ----------------------------------------------------------------
     def send(self, inp: AgentInput) -> None:
@@ -238,8 +240,9 @@ class Invocation:
         finally:
             self.closed = True
             self.finished.set()
-            for stop in self._stops:
-                stop.cancel()
+            for stop in (self._event_watcher, self._begin_watch):
+                if stop is not None:
+                    stop.cancel()
 
     def _output(
         self,
@@ -309,11 +312,9 @@ class Invocation:
         self._watching.add(snapshot_id)
         # the turns of an invocation run one at a time: the one before this has ended, and
         # nothing about its row is due (a long connection holds one timer, not one per turn)
-        for stop in self._stops:
-            if isinstance(stop, asyncio.TimerHandle):
-                stop.cancel()
-        self._stops = [s for s in self._stops if not isinstance(s, asyncio.TimerHandle)]
-        self._stops.append(keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set))
+        if self._begin_watch is not None:
+            self._begin_watch.cancel()
+        self._begin_watch = keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
 
 
 @dataclass(frozen=True, slots=True)
