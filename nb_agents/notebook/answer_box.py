@@ -18,12 +18,11 @@ from ..interrupts import AgentInterrupt
 from ..render import error_html
 from ..tools import Tool
 from .answer import Answer
+from .controls import REASON_HINT
 from .controls import button as make_button
 from .fields import Field
 
 __all__ = ["AnswerBox", "errors_text", "form_button", "reason_box", "reveal"]
-
-_REASON = "optional: why (the assistant reads it)"
 
 
 def form_button(label: str, style: str = "") -> Any:
@@ -31,13 +30,16 @@ def form_button(label: str, style: str = "") -> Any:
 
 
 def reason_box(field: Field) -> None:
-    """The reason beside Deny: last in its row, narrowing (never pushing a button to the next line)."""
+    """The reason beside Deny, last in its row: where the row has no room for its placeholder
+    to read whole, it moves to a line of its own (it never pushes a button to the next line)."""
     box = field.widget
-    box.placeholder = field.hint or _REASON  # the schema's description of the reason, if it has one
+    box.placeholder = field.hint or REASON_HINT  # the schema's description of the reason, if it has one
+    # the label (5em), and the placeholder at about half an em a character (a very long hint is cut)
+    room = min(6 + len(box.placeholder) // 2, 40)
     box.layout.width = "auto"
-    box.layout.flex = "1 1 14em"
-    box.layout.min_width = "12em"
-    box.layout.max_width = "30em"
+    box.layout.flex = f"1 1 {room}em"
+    box.layout.min_width = f"{room}em"
+    box.layout.max_width = f"{max(room, 30)}em"
 
 
 class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints

@@ -19,7 +19,9 @@ import ipywidgets as widgets
 
 from ..render._html import widget_label
 
-__all__ = ["button", "labelled", "toggle"]
+__all__ = ["REASON_HINT", "button", "labelled", "toggle"]
+
+REASON_HINT = "optional: why (the assistant reads it)"  # the placeholder of a reason box
 
 _SHORT = 24  # characters of a label that fit ipywidgets' default control width beside its input
 

@@ -42,7 +42,7 @@ from ..render._html import BOX, MUTED, NO_TYPESET, badge, esc
 from ..render.deadline import deadline_words, time_left
 from ._bundle import WithStaticFallback
 from ._reading import FirstRead
-from .controls import button
+from .controls import REASON_HINT, button
 from .identity import local_user
 
 __all__ = ["Inbox", "InboxRow"]
@@ -173,7 +173,7 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
         }
         for verb, made in self.buttons.items():
             made.on_click(lambda _b, verb=verb: self._soon(self.send(verb)))
-        self.reason = widgets.Text(placeholder="optional: why (the assistant reads it)")
+        self.reason = widgets.Text(placeholder=REASON_HINT)
         self.status = widgets.HTML()
         self.list_box = widgets.VBox()
         filters = (

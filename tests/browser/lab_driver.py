@@ -364,6 +364,25 @@ class LabPage:
         """The text a person sees in cell `cell`'s output area (widgets included)."""
         return self.cell(cell).locator(".jp-Cell-outputArea").inner_text()
 
+    def cut_placeholders(self, cell: int) -> list[str]:
+        """The placeholders of `cell`'s visible text boxes that do not fit their box (cut short on screen)."""
+        cut: list[str] = self.cell(cell).evaluate(
+            """cell => {
+                const ctx = document.createElement("canvas").getContext("2d");
+                const cut = [];
+                for (const el of cell.querySelectorAll(".jp-Cell-outputArea input[placeholder]")) {
+                    if (!el.placeholder || el.offsetParent === null) continue;
+                    const style = getComputedStyle(el);
+                    ctx.font = style.font;
+                    const pad = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+                    const room = el.clientWidth - pad;
+                    if (ctx.measureText(el.placeholder).width > room) cut.push(el.placeholder);
+                }
+                return cut;
+            }"""
+        )
+        return cut
+
     # --- failures ---------------------------------------------------------------
 
     def save_artifacts(self, label: str) -> Path:

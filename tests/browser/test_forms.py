@@ -42,6 +42,12 @@ def test_a_form_reads_as_a_summary_and_approving_updates_its_status(lab: LabPage
     assert "How much to move, in dollars" in shown, shown
     assert "Toaccount" not in shown and '"toAccount"' not in shown and "Raw JSON" in shown
     assert shown.index("Amount") < shown.index("Approve") and "Deny" in shown and "Reason" in shown
+    assert lab.cut_placeholders(7) == []  # the Reason box's hint reads whole, beside Deny
+    deny, reason = (
+        lab.cell(7).get_by_role("button", name="Deny"),
+        lab.cell(7).get_by_role("textbox", name="Reason"),
+    )
+    assert abs(deny.bounding_box()["y"] - reason.bounding_box()["y"]) < 8  # one row: room enough
     lab.shot("form", cell=7)
 
     lab.click_button("Approve", cell=7)

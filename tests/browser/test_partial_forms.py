@@ -6,7 +6,8 @@ Approving the first sends it at once (a partial answer): that block loses its
 resumes when the last is answered, while the others stay open. Denying the
 second and approving the third resumes the turn; the reply appears below and
 the status line names each call ("payInvoice (Acme) ran, ..."). Buttons are
-found by their exact names. Shot in both themes.
+found by their exact names; the Reason box's placeholder reads whole. Shot in
+both themes.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def test_each_form_answers_on_its_own_and_the_last_resumes_the_turn(themed_lab: 
     assert "the turn resumes" not in out.locator(".nba-form").nth(1).inner_text()
     assert out.get_by_role("button", name="Approve", exact=True).count() == 2  # the answered one is a record
     lab.shot("one-answered", cell=FORMS, output=True)
+    # the crowded row (Approve always too): the reason box moves to a line of its own before
+    # its placeholder is cut short
+    assert lab.cut_placeholders(FORMS) == [], lab.cut_placeholders(FORMS)
 
     _button(lab, "Deny", 0)  # Globex: the first form still asking
     lab.wait_for_output("2 of 3 answered", cell=FORMS)
