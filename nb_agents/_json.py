@@ -227,17 +227,54 @@ _EXACT = 2**53  # integers below this are exact as doubles
 
 
 def _same_numbers(value: Any) -> Any:
-    """`value` with one spelling per double: integral numbers below 2**53 as ints, the rest as floats."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    """`value` with one spelling per double: integral numbers below 2**53 as ints, the rest as floats.
+
+    What holds nothing to respell comes back as itself (no container is rebuilt:
+    most values have no float in them); a container is copied from its first
+    respelled member on.
+    """
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is int:
+        return value if -_EXACT < value < _EXACT else _one_double(value)
+    if kind is dict:
+        out = None
+        for key, item in value.items():
+            same = _same_numbers(item)
+            if same is not item:
+                if out is None:
+                    out = dict(value)
+                out[key] = same
+        return value if out is None else out
+    if kind is list:
+        for n, item in enumerate(value):
+            same = _same_numbers(item)
+            if same is not item:
+                return [*value[:n], same, *(_same_numbers(v) for v in value[n + 1 :])]
+        return value
+    if kind is float:
+        return _one_double(value)
+    return _same_numbers_of(value)  # a subclass, a tuple, or anything else
+
+
+def _one_double(number: int | float) -> Any:
+    try:
+        as_double = float(number)
+    except OverflowError:  # an int beyond any double: compared as written
+        return number
+    if as_double.is_integer() and abs(as_double) < _EXACT:
+        return int(as_double)  # 500.0 -> 500, -0.0 -> 0
+    return as_double  # 0.1, 1e-07, 1e+16 (an int of 2**53 or more rounds as JavaScript rounds it)
+
+
+def _same_numbers_of(value: Any) -> Any:
+    """`_same_numbers` of what is not exactly a JSON type (a bool, str, int or float subclass, a
+    tuple, a mapping or list subclass): by `isinstance`, as JSON encodes them."""
+    if isinstance(value, bool | str):
         return value
     if isinstance(value, int | float):
-        try:
-            as_double = float(value)
-        except OverflowError:  # an int beyond any double: compared as written
-            return value
-        if as_double.is_integer() and abs(as_double) < _EXACT:
-            return int(as_double)  # 500.0 -> 500, -0.0 -> 0
-        return as_double  # 0.1, 1e-07, 1e+16 (an int of 2**53 or more rounds as JavaScript rounds it)
+        return _one_double(value)
     if isinstance(value, dict):
         return {k: _same_numbers(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -254,7 +291,11 @@ def canonical(value: Any) -> str:
         >>> canonical({"amount": 500.0}) == canonical({"amount": 500})
         True
     """
-    return json.dumps(_same_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(_same_numbers(value))
+
+
+# one encoder, not one built by every `json.dumps` call with these options
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_typed(value: Any) -> str:

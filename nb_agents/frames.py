@@ -40,7 +40,10 @@ def frame(payload: dict[str, Any]) -> bytes:
     decodes each network read on its own, so a multi-byte UTF-8 character split
     between two reads would reach it garbled.
     """
-    return b"data: " + json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode() + b"\n\n"
+    return b"data: " + _FRAME(payload).encode() + b"\n\n"
+
+
+_FRAME = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode  # one, not one a call
 
 
 @dataclass(frozen=True)

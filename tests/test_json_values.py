@@ -8,12 +8,15 @@ check on answers given in-process; `tests/edges/test_hostile_bytes.py`: over HTT
 
 from __future__ import annotations
 
+import enum
 import json
 import math
+import random
+from collections import OrderedDict
 
 import pytest
 
-from nb_agents._json import check_value, loads
+from nb_agents._json import canonical, check_value, loads
 from nb_agents.errors import InvalidArgumentError
 from nb_agents.types import AgentInput, Part, ToolResponse, ToolResume
 
@@ -124,3 +127,68 @@ def test_the_quick_walk_passes_only_what_the_full_check_passes(value: object) ->
         assert again.value.message == err.message
     else:
         check_value(value, "v")
+
+
+def _spelled_by_value(value: object) -> object:
+    """The rule `canonical` keeps, written plainly (the walk before it skipped unchanged values):
+    integral doubles below 2**53 as ints, other numbers as doubles, ints beyond any double as written."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        try:
+            double = float(value)
+        except OverflowError:
+            return value
+        return int(double) if double.is_integer() and abs(double) < 2**53 else double
+    if isinstance(value, dict):
+        return {k: _spelled_by_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_spelled_by_value(v) for v in value]
+    return value
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Label(str):
+    pass
+
+
+class _Money(float):
+    pass
+
+
+NUMBERS = [
+    0, -0.0, 500, 500.0, -7.0, 0.1, 1e-07, 1e16, 2.5, 2**53 - 1, 2**53, -(2**53), 2**53 + 1, 10**400,
+    -(10**400), float("inf"), float("nan"), True, False, None, "500.0", _Level.HIGH, _Label("x"),
+    _Money(3.0), _Money(3.5),
+]  # fmt: skip
+
+
+def _nested(rng: random.Random, depth: int) -> object:
+    pick = rng.random()
+    if depth == 0 or pick < 0.4:
+        return rng.choice(NUMBERS)
+    size = rng.randrange(4)
+    if pick < 0.7:
+        return {f"k{n}": _nested(rng, depth - 1) for n in range(size)}
+    items = [_nested(rng, depth - 1) for _ in range(size)]
+    return tuple(items) if pick < 0.75 else OrderedDict(enumerate(items)) if pick < 0.8 else items
+
+
+def test_canonical_spells_each_number_by_its_value_and_changes_nothing_else() -> None:
+    rng = random.Random(23)
+    values = [*NUMBERS, [500.0, {"a": 1.0, "b": [2**53, "x"]}], {"n": {"m": [0.1, -0.0]}}, [], {}]
+    values += [_nested(rng, 5) for _ in range(3000)]
+    for value in values:
+        assert canonical(value) == json.dumps(
+            _spelled_by_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ), value
+    same = {"a": [1, "x", None, {"b": True}]}
+    assert canonical(same) == '{"a":[1,"x",null,{"b":true}]}'
+    assert canonical({"amount": 500.0}) == canonical({"amount": 500}) == '{"amount":500}'
+    assert canonical([1, 2.0, 3]) == "[1,2,3]"
+    held = {"a": [1.0, 2], "b": 3.0}
+    canonical(held)
+    assert held == {"a": [1.0, 2], "b": 3.0} and type(held["b"]) is float  # what it reads is left as it was

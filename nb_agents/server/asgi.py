@@ -155,9 +155,11 @@ async def read_asgi_body(declared: bytes | None, receive: Receive, limit: int, t
 
 def render_json(content: Any) -> bytes:
     """`content` as Starlette's ``JSONResponse`` renders it."""
-    return json.dumps(
-        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    ).encode("utf-8")
+    return _RENDER(content).encode("utf-8")
+
+
+# one encoder, not one built by every `json.dumps` call with these options
+_RENDER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
 
 
 def wire_json(model: BaseModel, *, ascii_only: bool = False) -> bytes:
