@@ -156,7 +156,8 @@ class TurnContext:
     ) -> None:
         self.session = session
         self._emit = emit
-        # the session's turn begins: its changes stream to `emit`, the first patch replacing the document
+        # the session's turn begins: its changes stream to `emit`, the first patch replacing the
+        # document, until the turn ends (`_end`)
         session._emit = emit
         session._patched_this_turn = False
         self.abort_signal = abort_signal
@@ -180,6 +181,13 @@ class TurnContext:
         # when the turn started, and what ran in it (`_engine.observe`: the timeline's steps)
         self.clock = time.monotonic()
         self.steps: list[list[Any]] = []
+
+    def _end(self) -> None:
+        """The handler returned: the session's changes stream nowhere now (a task the handler left
+        running cannot stream after the turn's end), and the session no longer holds the emitter,
+        which holds the invocation that holds the session: freed when its call returns, not by a
+        collection of reference cycles."""
+        self.session._emit = _drop
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

@@ -4,6 +4,7 @@ resumable failed and aborted snapshots, detach, and custom state."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
@@ -377,6 +378,29 @@ def disk_size(path: Path) -> int:
     conn.close()
     wal = Path(f"{path}-wal")
     return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+async def test_a_call_that_returned_leaves_its_invocation_to_reference_counting(
+    store: nba.SessionStore,
+) -> None:
+    # the session held the invocation's emitter and the invocation the session: every call left
+    # its invocation (with its queue, events and session, ~50 objects) to the cycle collector;
+    # the turn's end now unbinds the session, so returning frees it
+    from nb_agents._engine.invocation import Invocation
+
+    agent, sent = approval_agent(store)
+    chat = agent.chat()
+    gc.collect()
+    gc.disable()
+    try:
+        paused = await chat.send("pay 5")
+        after_send = [o for o in gc.get_objects() if type(o) is Invocation]
+        await chat.resume(restart=[paused.interrupts[0].restart(resumed=True)])
+        after_resume = [o for o in gc.get_objects() if type(o) is Invocation]
+    finally:
+        gc.enable()
+    assert sent == [5]
+    assert after_send == [] and after_resume == []
 
 
 async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.SessionStore) -> None:

@@ -234,6 +234,7 @@ class Turn:
             # the pending row exists before the turn starts, and nothing it emits is streamed
             await inv._go_detached(self.snapshot_id, inv.parent_id)
         if inv._abort.is_set():
+            ctx._end()
             return Aborted()  # aborted before it started: nothing runs
         # the handler runs in this task: an abort cancels it here (and only that cancel is
         # taken back), a detach moves the rest of the turn out of the caller's sight
@@ -263,6 +264,7 @@ class Turn:
             if not aborted:
                 return Failed(exc)
         finally:
+            ctx._end()
             stop_abort()
             if stop_detach is not None:
                 stop_detach()
