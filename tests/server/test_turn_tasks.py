@@ -7,6 +7,7 @@ the app starts is visible to ``asyncio.all_tasks()``.
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import httpx
@@ -90,6 +91,30 @@ async def test_finished_turns_leave_no_task_running(headers: dict[str, str]) -> 
         left = [t for t in left if not t.done()]
     assert left == [], [t.get_coro() for t in left]
     assert ran == [f"c{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("headers", [{}, SSE], ids=["json", "sse"])
+async def test_served_cycles_leave_nothing_of_ours_to_the_cycle_collector(headers: dict[str, str]) -> None:
+    # a turn's session held its invocation's emitter and the invocation the session: each request
+    # left ~50 objects that only a collection frees (and that set collections off)
+    agent, ran = approval_agent()
+    transport = httpx.ASGITransport(app=create_app(agent))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        await cycle(client, "warm", headers)
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for i in range(3):
+                await cycle(client, f"c{i}", headers)
+            gc.collect()
+            ours = [type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("nb_agents")]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert ran == ["warm", "c0", "c1", "c2"]
+    assert ours == []
 
 
 async def test_frames_ready_together_share_one_write() -> None:
