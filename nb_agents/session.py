@@ -183,11 +183,11 @@ class TurnContext:
         self.steps: list[list[Any]] = []
 
     def _end(self) -> None:
-        """The handler returned: the session's changes stream nowhere now (a task the handler left
-        running cannot stream after the turn's end), and the session no longer holds the emitter,
-        which holds the invocation that holds the session: freed when its call returns, not by a
-        collection of reference cycles."""
-        self.session._emit = _drop
+        """The handler returned: neither this context nor the session streams to the caller now (a
+        task the handler left running cannot stream into a later turn), and the session no longer
+        holds the emitter, which holds the invocation that holds the session: freed when its call
+        returns, not by a collection of reference cycles."""
+        self._emit = self.session._emit = _drop
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

@@ -94,6 +94,44 @@ async def test_a_plain_event_as_abort_signal_leaves_no_task_behind() -> None:
     assert len(asyncio.all_tasks()) == before
 
 
+async def test_a_task_a_turn_left_running_streams_nothing_into_the_next_turn() -> None:
+    # turn 1's handler returns and leaves a task holding its context; when that task sends a chunk
+    # during turn 2 of the same connection, the caller must not read it as turn 2's
+    go, sent = asyncio.Event(), asyncio.Event()
+    left: list[asyncio.Task[None]] = []
+
+    async def handler(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+        if ctx.turn_index == 0:
+
+            async def later() -> None:
+                await go.wait()
+                await ctx.send_chunk({"role": "model", "content": [{"text": "from turn 1, late"}]})
+                sent.set()
+
+            left.append(asyncio.create_task(later()))
+            return "one"
+        go.set()
+        await asyncio.wait_for(sent.wait(), 5)
+        return "two"
+
+    agent = nba.define_custom_agent("leaver", handler)
+    chunks: list[nba.AgentStreamChunk] = []
+
+    async def on_chunk(chunk: nba.AgentStreamChunk) -> None:
+        chunks.append(chunk)
+
+    inv = agent.start(on_chunk=on_chunk)
+    for text in ("a", "b"):
+        inv.send(nba.AgentInput(message=nba.Message(role="user", content=[nba.Part(text=text)])))
+    inv.close()
+    out = await inv.output()
+    await left[0]
+    assert out.finish_reason == "stop" and out.message is not None and out.message.text == "two"
+    said = [c.model_chunk.content[0].text for c in chunks if c.model_chunk is not None]
+    assert "from turn 1, late" not in said
+    assert [c.turn_end is not None for c in chunks].count(True) == 2
+
+
 async def test_a_connection_keeps_one_heartbeat_timer_however_many_answers_it_runs() -> None:
     # a claimed answer's turn starts a timer that begins watching its pending row a poll interval
     # later; the next turn of the connection (turns run one at a time) ends the watch of the last
