@@ -78,6 +78,11 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     if imp.get("status") == "ok":
         targets["import nb_agents < 150 ms"] = imp["net_ms"] < 150
         targets["import pulls no ipywidgets/starlette/psycopg"] = not imp.get("forbidden_loaded")
+    served = (results.get("gc") or {}).get("server") or {}
+    if served.get("status") == "ok":
+        targets["a server cycle leaves nothing to the cycle collector"] = (
+            served["cyclic_garbage_per_cycle"] == 0
+        )
     targets.update(s5_targets(results.get("S5") or {}))
     targets.update(s5_floor.targets((results.get("S5") or {}).get("floor") or {}))
     summary["targets"] = targets

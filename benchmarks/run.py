@@ -192,6 +192,31 @@ def s5_http_under_load(args: argparse.Namespace) -> dict[str, Any]:
     return s5_http.run(s5_http.options(argv, quick=args.quick))
 
 
+def cycle_collector(quick: bool) -> dict[str, Any]:
+    """What an approval cycle leaves to Python's cycle collector, and its time (`gc_per_cycle.py`)."""
+    out: dict[str, Any] = {}
+    for path in ("server", "inprocess"):
+        cmd = [
+            sys.executable,
+            os.path.join(HERE, "gc_per_cycle.py"),
+            path,
+            "--cycles",
+            "500" if quick else "3000",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=HERE)
+        if proc.returncode != 0:
+            out[path] = {"status": "error", "error": proc.stderr[-2000:]}
+            continue
+        out[path] = {"status": "ok", **json.loads(proc.stdout)}
+        got = out[path]
+        print(
+            f"[bench] cycle collector, {path}: {got['cyclic_garbage_per_cycle']} cyclic objects and "
+            f"{got['gc_us_per_cycle']} us of collection a cycle",
+            flush=True,
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a fast smoke: few iterations, 20 S4 cycles")
@@ -267,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     results["S5"] = s5_http_under_load(args)
     if results["S5"]["status"] not in ("ok", "not run"):
         failed.append(f"S5/nb_agents: {results['S5']['status']}")
+    if "nb_agents" in envs:
+        results["gc"] = cycle_collector(q)
 
     results["summary"] = report.summarize(results)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
