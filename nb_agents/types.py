@@ -286,6 +286,9 @@ class AgentOutput(WireModel):
     _history: list[Message] | None = PrivateAttr(default=None)
     # In-process only too: when the turn ran and its steps (what a stored row keeps as ``timing``)
     _timing: dict[str, Any] | None = PrivateAttr(default=None)
+    # In-process only too: this output replays what the same answer, sent before, came to
+    # (exactly once: nothing ran for this call); a form then reads who answered (`TurnView`)
+    _replayed: bool = PrivateAttr(default=False)
 
     def interrupts(self) -> list[Part]:
         """The interrupt parts of the output message."""

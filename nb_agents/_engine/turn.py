@@ -196,7 +196,9 @@ class Turn:
                 inv.session = session_of(snap, inv.session.session_id)
         await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=child_id, finish_reason=finish)))
         error = snap.error if snap.status == "failed" else None
-        return inv._output(finish, message=last_model(state.messages), snapshot_id=child_id, error=error)
+        out = inv._output(finish, message=last_model(state.messages), snapshot_id=child_id, error=error)
+        out._replayed = True
+        return out
 
     # -- run ----------------------------------------------------------------------------
     async def run(self) -> Outcome:

@@ -39,7 +39,7 @@ import ipywidgets as widgets
 
 from .._sync import start as spawn
 from ..chat import Chat
-from ..errors import AlreadyResumedError, NbAgentsError
+from ..errors import AgentError, AlreadyResumedError, NbAgentsError
 from ..nested import tool_for
 from ..render import error_html, output_html, tools_of
 from ..responses import AgentResponse
@@ -262,8 +262,10 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         self.retry_button.layout.display = ""
 
     async def _resume(self, resume: ToolResume, *, retry: bool = False) -> AgentResponse | None:
-        if not retry and await self._answered_elsewhere():
-            return None  # another cell, tab or process answered it: say so, send nothing
+        # sent at once: the claim decides whether it runs. Answered elsewhere meanwhile (another
+        # cell, tab or process), a different answer is refused and the same one replays what the
+        # first came to; either way nothing runs again, and only then is the audit read, to say
+        # who answered
         chat = self._resume_chat()
         live = LiveOutput(self._show)
         try:
@@ -272,6 +274,8 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
             )
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
+            if _replayed(exc) and not retry and await self._answered_elsewhere():
+                return None  # the same answer, sent elsewhere before, failed there: say who sent it
             message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
             details = exc.details if isinstance(exc, NbAgentsError) else None
             if isinstance(details, dict) and details.get("retry"):
@@ -282,6 +286,8 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
             if is_expiry_error(exc) and await expire_now(self, late=True):
                 return None  # too late: the form shows what the default did instead
             self._fail(message)
+            return None
+        if _replayed(res) and not retry and await self._answered_elsewhere():
             return None
         return self._show_result(res, chat, live.tools)
 
@@ -347,3 +353,10 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"
+
+
+def _replayed(outcome: AgentResponse | BaseException) -> bool:
+    """Whether a resume's outcome (a response, or the error a failed one raised) replays what the
+    same answer, sent before, came to: nothing ran for this call."""
+    res = outcome.response if isinstance(outcome, AgentError) else outcome
+    return isinstance(res, AgentResponse) and res.raw._replayed

@@ -122,7 +122,7 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
     await one.task
     assert world == [("paid", 5)] and model.calls == 1
 
-    two.forms[0].approve_button.click()  # a stale form: the audit says it is answered, nothing is sent
+    two.forms[0].approve_button.click()  # a stale form: the same answer replays, nothing runs again
     assert (await two.task) is None and two.state == "stale"
     assert "Already answered (approved by" in two.outcome
     assert world == [("paid", 5)] and model.calls == 1
@@ -133,6 +133,57 @@ async def test_a_stale_form_never_runs_the_tool_twice(tmp_path: Path) -> None:
     assert three.header.value.count("Already answered (approved by ") == 1, three.header.value
     assert "FAILED_PRECONDITION" not in html_of(three) and three.forms[0].deny_button.disabled
     assert world == [("paid", 5)] and model.calls == 1
+
+
+async def test_a_click_sends_at_once_and_reads_the_audit_only_to_say_who_answered(tmp_path: Path) -> None:
+    db, world = tmp_path / "bank.db", []
+    await pause_one(db, world)
+    after, model = bank(db, world, text_response("Paid."))
+    store = after.store
+    assert store is not None
+    reads: list[str] = []
+    read_audit = store.audit
+
+    async def audit(session_id: str) -> Any:  # the real store's audit, counted
+        reads.append(session_id)
+        return await read_audit(session_id)
+
+    store.audit = audit  # type: ignore[method-assign]
+    one, two = [(await pending(after)).views[0] for _ in range(2)]  # two cells, same turn
+
+    one.forms[0].approve_button.click()  # the claim decides: nothing to read before it
+    done = await one.task
+    assert done is not None and done.text == "Paid." and world == [("paid", 5)]
+    assert reads == []
+
+    two.forms[0].approve_button.click()  # the same answer: it replays, then the audit says who
+    assert (await two.task) is None and two.state == "stale"
+    assert "Already answered (approved by" in two.outcome and len(reads) == 1
+    assert world == [("paid", 5)] and model.calls == 1
+
+
+async def test_the_same_answer_sent_after_it_failed_elsewhere_says_who_sent_it(tmp_path: Path) -> None:
+    db, world = tmp_path / "bank.db", []
+    await pause_one(db, world)
+    runs: list[int] = []
+
+    @nba.tool(name="payBill")
+    async def pay_bill(amount: int) -> str:
+        runs.append(amount)
+        raise RuntimeError("the bank is closed")
+
+    store = nba.SqliteSessionStore(db)
+    after = nba.define_agent(
+        "bank", model=ScriptedModel([]), tools=[pay_bill], store=store, use=[ToolApproval()]
+    )
+    one, two = [(await pending(after)).views[0] for _ in range(2)]
+    one.forms[0].approve_button.click()
+    assert (await one.task) is None and one.state == "failed" and runs == [5]  # it ran, then failed
+
+    two.forms[0].approve_button.click()  # the same answer replays that failure: nothing runs again
+    assert (await two.task) is None and two.state == "stale"
+    assert "Already answered (approved by" in two.outcome and "bank is closed" not in html_of(two)
+    assert runs == [5]
 
 
 async def test_refresh_and_static_display(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
