@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..interrupts import AgentInterrupt
 from ..render import error_html
+from ..stores.base import AuditRecord
 from ..tools import Tool
 from .answer import Answer
 from .controls import REASON_HINT
@@ -58,6 +59,8 @@ class AnswerBox(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
         self.on_answer = on_answer  # called with the form once it has recorded an answer
         self.answer: Answer | None = None
         self.locked = False
+        # the audit's record of the answer another cell, tab or person gave this call first
+        self.elsewhere: AuditRecord | None = None
 
     def set_disabled(self, disabled: bool) -> None:
         raise NotImplementedError

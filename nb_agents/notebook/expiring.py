@@ -25,6 +25,7 @@ from ..errors import NbAgentsError
 from ..expiry import now, parse
 from ..render import tool_result_html
 from ..responses import AgentResponse
+from ..stores.base import ANSWER_KINDS
 from ..types import AgentOutput, SessionSnapshot
 from .records import after_pause
 
@@ -94,7 +95,7 @@ async def answers_to(view: TurnView) -> list[AuditRecord]:
         grew = False
         for r in records:
             key = (r.name, r.ref)
-            if r.snapshot_id in snaps and key in left and r.kind in ("respond", "restart", "expired"):
+            if r.snapshot_id in snaps and key in left and r.kind in ANSWER_KINDS:
                 found.append(r)
                 left.discard(key)
                 snaps.add(r.child_id)

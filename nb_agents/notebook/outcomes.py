@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from ..render import answer_line, local_time
+from ..render import answer_line, local_time, record_words
 
 if TYPE_CHECKING:
     from .view import TurnView
@@ -75,6 +75,9 @@ def did(form: Any, name: str) -> str:
     if expired is not None:
         applied = expired.answer.get("applied") if isinstance(expired.answer, dict) else None
         return f"{name} ran" if isinstance(applied, dict) and "approve" in applied else f"{name} did not run"
+    elsewhere = getattr(form, "elsewhere", None)
+    if elsewhere is not None:
+        return f"{name}: {record_words(elsewhere)}"
     answer = form.answer
     if answer is None:
         return ""

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..chat import Chat
-from ..errors import NbAgentsError
+from ..errors import AgentError, NbAgentsError
+from ..render import record_words
 from ..render._html import badge, esc
 from ..responses import AgentResponse
 from ..types import ToolResume
-from .expiring import expire_now, is_expiry_error
+from .expiring import answers_to, expire_now, is_expiry_error
 from .outcomes import call_names, did
 from .records import form_record_html
 from .streaming import LiveOutput
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from .forms import InterruptForm
     from .view import TurnView
 
-__all__ = ["call_keys", "follow", "resume_one", "status", "waiting_line"]
+__all__ = ["call_keys", "follow", "replayed", "resume_one", "status", "waiting_line"]
 
 
 def follow(chat: Chat, other: Chat) -> None:
@@ -49,8 +50,9 @@ def waiting_line(view: TurnView) -> str:
         return status("wait", "waiting", "Waiting for your answer")
     if not view.partial:
         return status("wait", "waiting", f"Waiting for your answers ({n} questions, sent together)")
-    left = n - len(view._sent)
-    done = f"{len(view._sent)} of {n} answered; " if view._sent else f"{n} questions: "
+    answered = sum(1 for f in view.forms if f in view._sent or f.elsewhere is not None)
+    left = n - answered
+    done = f"{answered} of {n} answered; " if answered else f"{n} questions: "
     return status(
         "wait",
         "waiting",
@@ -59,6 +61,29 @@ def waiting_line(view: TurnView) -> str:
         if left
         else "Sending…",
     )
+
+
+def replayed(outcome: AgentResponse | BaseException) -> bool:
+    """Whether a resume's outcome (a response, or the error a failed one raised) replays what the
+    same answer, sent before, came to: nothing ran for this call."""
+    res = outcome.response if isinstance(outcome, AgentError) else outcome
+    return isinstance(res, AgentResponse) and res.raw._replayed
+
+
+async def _answered_by_another(view: TurnView, form: InterruptForm) -> bool:
+    """If the audit shows `form`'s call answered by an answer not sent from this view, show it
+    on the form (its record and who answered) and return True."""
+    key = (form.interrupt.name, form.interrupt.ref)
+    record = next((r for r in await answers_to(view) if (r.name, r.ref) == key), None)
+    if record is None or form in view._sent:
+        return False
+    form.answer, form.elsewhere = None, record
+    form.lock()
+    form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
+    you = view.answered_by if view.you else None
+    form.status.value = status("muted", "answered", f"Already answered ({record_words(record, you=you)})")
+    view.header.value = waiting_line(view)
+    return True
 
 
 def call_keys(forms: list[Any]) -> set[tuple[str, str | None]]:
@@ -98,18 +123,23 @@ async def resume_one(view: TurnView, form: InterruptForm) -> AgentResponse | Non
             return None  # too late: the form shows what the default did instead
         if await view._answered_elsewhere(expect="waiting"):
             return None  # another cell, tab or process answered them all: say so
+        if await _answered_by_another(view, form):
+            return None  # this call was answered another way elsewhere: the form says so
         message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
         form.reset(f"Your answer was not accepted: {message}")
         return None
     view._tools = live.tools
-    view._sent.add(form)
     view.stream.value = view._tools
+    # the same answer, given elsewhere first, replays what it came to: the form says who gave it
+    if not (replayed(res) and await _answered_by_another(view, form)):
+        view._sent.add(form)
     if _same_pause(view, res):
-        name = call_names(view.forms)[view.forms.index(form)]
-        said = did(form, name) or f"{name}: {answer.label}"
-        form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
-        form.status.value = status("ok", "sent", f"{said}; the turn resumes when the last is answered")
-        view.header.value = waiting_line(view)
+        if form.elsewhere is None:  # this answer took effect
+            name = call_names(view.forms)[view.forms.index(form)]
+            said = did(form, name) or f"{name}: {answer.label}"
+            form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
+            form.status.value = status("ok", "sent", f"{said}; the turn resumes when the last is answered")
+            view.header.value = waiting_line(view)
         return res
     if view.result is not None:
         return res  # another answer's task already showed where the turn went

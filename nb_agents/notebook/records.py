@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..nested import innermost
-from ..render import changes_html, output_html, output_text, response_bundle, summary_html
+from ..render import changes_html, output_html, output_text, record_words, response_bundle, summary_html
 from ..render._html import BOX, MUTED, NO_TYPESET, badge, details, esc, pre
 from ..render.agents import asked_by_html
 from ..render.summary import rows_html
@@ -83,11 +83,11 @@ def _label(form: Any, key: str) -> str:
 
 def form_record_html(form: InterruptForm, state: str) -> str:
     """One question and its answer (or what its deadline's default did), as the record shows it."""
-    answer = form.answer
+    answer, elsewhere = form.answer, form.elsewhere
     expired = getattr(form, "expired", None)
     if expired is not None:
         verb = "expired"
-    elif answer is not None and state != "stale":
+    elif answer is not None and state != "stale" and elsewhere is None:
         verb = answer.verb
     else:
         verb = "answered elsewhere"
@@ -96,6 +96,9 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     out = [f'<div class="nba-record" style="margin:6px 0">{asked}{summary}']
     if expired is not None:
         out.append(f'<div class="{NO_TYPESET}" style="margin-top:2px">{esc(expiry_words(form))}</div>')
+    elif elsewhere is not None:
+        words = f"Already answered ({record_words(elsewhere)})"
+        out.append(f'<div class="{NO_TYPESET}" style="margin-top:2px">{esc(words)}</div>')
     elif answer is not None and state != "stale":
         label = answer.label[:1].upper() + answer.label[1:]
         if answer.label != answer.verb:  # the badge says the verb already
@@ -216,6 +219,8 @@ def _record(
             lines.append(f"  {form.answer.label}")
         elif getattr(form, "expired", None) is not None:
             lines.append(f"  {expiry_words(form)}")
+        elif form.elsewhere is not None:
+            lines.append(f"  Already answered ({record_words(form.elsewhere)})")
     if compared:
         html.extend(comparisons if forks else [])
         branches = panel.branches if panel is not None else []

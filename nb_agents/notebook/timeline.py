@@ -35,13 +35,12 @@ from ..nested import innermost, nested_answer
 from ..render.answers import answer_line, answer_verb
 from ..render.timeline import Step, Turn, Wait, timeline_html, timeline_text
 from ..responses import AgentResponse
-from ..stores.base import AuditRecord
+from ..stores.base import ANSWER_KINDS, AuditRecord
 from ..subagents import SubAgentTool
 from ..types import Message, SessionSnapshot
 
 __all__ = ["Step", "Timeline", "Turn", "Wait"]
 
-_ANSWERS = ("respond", "restart", "expired")
 MAX_DEPTH = 3  # sub-agents of sub-agents of sub-agents; deeper ones are summarised by their tool row
 
 
@@ -156,7 +155,7 @@ async def _turns(agent: Agent, rows: Sequence[SessionSnapshot], context: bool, d
             number=None if context else i + (0 if rows[0].fork_of is not None else 1),
         )
         if prev is not None and prev.finish_reason == "interrupted":
-            answered = [r for r in audit if r.child_id == row.snapshot_id and r.kind in _ANSWERS]
+            answered = [r for r in audit if r.child_id == row.snapshot_id and r.kind in ANSWER_KINDS]
             paused_end = (
                 None if prev.fork_of is not None else parse_time(prev.updated_at)
             )  # a fork waits from its copy

@@ -39,7 +39,7 @@ import ipywidgets as widgets
 
 from .._sync import start as spawn
 from ..chat import Chat
-from ..errors import AgentError, AlreadyResumedError, NbAgentsError
+from ..errors import AlreadyResumedError, NbAgentsError
 from ..nested import tool_for
 from ..render import error_html, output_html, tools_of
 from ..responses import AgentResponse
@@ -54,7 +54,7 @@ from .forking import ForkPanel
 from .forms import InterruptForm
 from .identity import local_user
 from .outcomes import outcome_line
-from .partial import call_keys, resume_one, waiting_line
+from .partial import call_keys, replayed, resume_one, waiting_line
 from .partial import status as _status
 from .records import form_record_html
 from .settling import Settling
@@ -274,7 +274,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
             )
         except Exception as exc:  # noqa: BLE001 - shown in the widget, where the user can act on it
             self.stream.value = ""
-            if _replayed(exc) and not retry and await self._answered_elsewhere():
+            if replayed(exc) and not retry and await self._answered_elsewhere():
                 return None  # the same answer, sent elsewhere before, failed there: say who sent it
             message = str(exc) if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
             details = exc.details if isinstance(exc, NbAgentsError) else None
@@ -287,7 +287,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
                 return None  # too late: the form shows what the default did instead
             self._fail(message)
             return None
-        if _replayed(res) and not retry and await self._answered_elsewhere():
+        if replayed(res) and not retry and await self._answered_elsewhere():
             return None
         return self._show_result(res, chat, live.tools)
 
@@ -353,10 +353,3 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
 
     def __repr__(self) -> str:
         return f"TurnView({self.response!r}, forms={len(self.forms)}, state={self.state!r})"
-
-
-def _replayed(outcome: AgentResponse | BaseException) -> bool:
-    """Whether a resume's outcome (a response, or the error a failed one raised) replays what the
-    same answer, sent before, came to: nothing ran for this call."""
-    res = outcome.response if isinstance(outcome, AgentError) else outcome
-    return isinstance(res, AgentResponse) and res.raw._replayed

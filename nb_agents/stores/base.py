@@ -52,6 +52,7 @@ from ..errors import AbortedError, StaleClaimError
 from ..types import SessionSnapshot
 
 __all__ = [
+    "ANSWER_KINDS",
     "AuditRecord",
     "Fence",
     "HEARTBEAT_INTERVAL",
@@ -184,6 +185,10 @@ class Fence:
     def of(cls, parent_id: str, claim: ResumeClaim) -> Fence:
         """The fence of the writes made under `claim`, the claim on `parent_id`."""
         return cls(parent_id, claim.child_id, claim.generation)
+
+
+ANSWER_KINDS = ("respond", "restart", "cancel", "expired")
+"""The `AuditRecord` kinds that answered a call (the others record rules made or revoked)."""
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,29 @@ async def test_without_a_store_a_turn_has_its_steps_and_no_clock(tmp_path: Path)
     assert "refused (the model reads why)" in html and not CLOCK.search(html)
 
 
+async def test_a_cancelled_pause_shows_who_cancelled_it_in_the_wait() -> None:
+    @nba.tool
+    async def wire_money(amount: int) -> str:
+        """Sends money (held for a person)."""
+        return "sent"
+
+    def model(req: nba.GenerateRequest) -> object:
+        if req.messages[-1].role == "tool":
+            return "left it"
+        call = {"toolRequest": {"name": "wire_money", "ref": "w", "input": {"amount": 5}}}
+        return {"message": {"role": "model", "content": [call]}}
+
+    agent = nba.define_agent(
+        "desk", model=FunctionModel(model), tools=[wire_money], store=nba.InMemorySessionStore(),
+        use=[nba.middleware.ToolApproval()],
+    )  # fmt: skip
+    chat = agent.chat()
+    res = await chat.send("go")
+    await chat.resume(respond=[res.interrupts[0].cancel("not now")], metadata={"answeredBy": "bob"})
+    first, second = (await Timeline.aload(chat)).turns
+    assert second.wait is not None and second.wait.answers == [("wire_money", "Cancelled by bob")]
+
+
 def test_durations_read_as_words() -> None:
     assert [duration_words(s) for s in (0.0004, 0.25, 3.04, 61, 3600, None)] == [
         "0 ms",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import pytest
@@ -380,6 +381,63 @@ async def test_a_partial_answer_given_elsewhere_too_takes_effect_once() -> None:
     done = await view.task  # the same answer: it replays the outcome recorded first
     assert done is not None and done.text == "done" and view.state == "done"
     assert ran == [("unlock", "front", 1234)] and model.calls == 2
+
+
+async def test_a_form_cancelled_elsewhere_says_so_and_shows_no_ids() -> None:
+    agent, model, ran = make(
+        tool_call_response(("transfer", "t1", {"to": "amy", "amount": 9})), text_response("ok")
+    )
+    view, res = await paused(agent)
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].cancel("not now")], metadata={"answeredBy": "bob"}
+    )  # cancelled in another cell meanwhile
+    view.forms[0].approve_button.click()
+    assert (await view.task) is None and view.state == "stale"
+    assert view.outcome.startswith("Already answered (cancelled by bob at "), view.outcome
+    assert res.snapshot_id not in html_of(view) and "already resumed" not in html_of(view)
+    assert ran == [] and model.calls == 2
+
+
+TWO_TRANSFERS = tool_call_response(
+    ("transfer", "t1", {"to": "amy", "amount": 9}), ("transfer", "t2", {"to": "bob", "amount": 5})
+)
+
+
+async def test_a_call_answered_another_way_elsewhere_closes_its_form_and_the_turn_goes_on() -> None:
+    agent, model, ran = make(TWO_TRANSFERS, text_response("done"))
+    view, res = await paused(agent)
+    amy, bob = view.forms
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        restart=[res.interrupts[1].restart(resumed={"approved": False})], partial=True,
+        metadata={"answeredBy": "lee"},
+    )  # lee turned bob's transfer down in another cell  # fmt: skip
+    bob.approve_button.click()
+    assert (await view.task) is None and view.state == "waiting"
+    assert bob.locked and bob.answer is None and bob.error.value == ""
+    assert re.search(r"Already answered \(denied by lee at \d", bob.status.value), bob.status.value
+    assert "1 of 2 answered" in view.header.value and "already resumed" not in html_of(view)
+    amy.approve_button.click()  # the last question: the turn goes on
+    done = await view.task
+    assert done is not None and done.text == "done" and view.state == "done"
+    assert ran == [("transfer", "bob", 5.0, False), ("transfer", "amy", 9.0, True)] and model.calls == 2
+    assert "transfer (bob): denied by lee at " in view.outcome and "transfer (amy) ran" in view.outcome
+    assert re.search(r"Already answered \(denied by lee at \d", view.record_html())
+    assert re.search(r"Already answered \(denied by lee at \d", view._static_bundle()["text/plain"])
+
+
+async def test_the_same_partial_answer_given_elsewhere_first_is_shown_as_theirs() -> None:
+    agent, model, ran = make(TWO_TRANSFERS, text_response("done"))
+    view, res = await paused(agent)
+    amy, bob = view.forms
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        restart=[res.interrupts[1].restart(resumed={"approved": True})], partial=True,
+        metadata={"answeredBy": "lee"},
+    )  # fmt: skip
+    bob.approve_button.click()  # the same answer: it replays, nothing runs again
+    assert (await view.task) is not None and view.state == "waiting"
+    assert re.search(r"Already answered \(approved by lee at \d", bob.status.value), bob.status.value
+    assert "sent" not in bob.status.value and "1 of 2 answered" in view.header.value
+    assert ran == [("transfer", "bob", 5.0, True)] and model.calls == 1
 
 
 async def test_a_tool_that_fails_after_approve_is_fixed_and_retried() -> None:
