@@ -14,7 +14,6 @@ import ipywidgets as widgets
 
 from ..chat import Chat
 from ..errors import AgentError, NbAgentsError
-from ..render import record_words
 from ..render._html import badge, esc
 from ..responses import AgentResponse
 from ..types import ToolResume
@@ -80,8 +79,7 @@ async def _answered_by_another(view: TurnView, form: InterruptForm) -> bool:
     form.answer, form.elsewhere = None, record
     form.lock()
     form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
-    you = view.answered_by if view.you else None
-    form.status.value = status("muted", "answered", f"Already answered ({record_words(record, you=you)})")
+    form.status.value = ""  # the record says who answered, and how
     view.header.value = waiting_line(view)
     return True
 
