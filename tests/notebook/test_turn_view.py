@@ -403,14 +403,20 @@ TWO_TRANSFERS = tool_call_response(
 )
 
 
-async def test_a_call_answered_another_way_elsewhere_closes_its_form_and_the_turn_goes_on() -> None:
+async def lee_answers_bob(approved: bool) -> tuple[TurnView, ScriptedModel, list[Any]]:
+    """Two transfers held; lee answers bob's in another cell before this view's form does."""
     agent, model, ran = make(TWO_TRANSFERS, text_response("done"))
     view, res = await paused(agent)
-    amy, bob = view.forms
     await agent.chat(snapshot_id=res.snapshot_id).resume(
-        restart=[res.interrupts[1].restart(resumed={"approved": False})], partial=True,
+        restart=[res.interrupts[1].restart(resumed={"approved": approved})], partial=True,
         metadata={"answeredBy": "lee"},
-    )  # lee turned bob's transfer down in another cell  # fmt: skip
+    )  # fmt: skip
+    return view, model, ran
+
+
+async def test_a_call_answered_another_way_elsewhere_closes_its_form_and_the_turn_goes_on() -> None:
+    view, model, ran = await lee_answers_bob(approved=False)
+    amy, bob = view.forms
     bob.approve_button.click()
     assert (await view.task) is None and view.state == "waiting"
     assert bob.locked and bob.answer is None and bob.error.value == ""
@@ -427,13 +433,8 @@ async def test_a_call_answered_another_way_elsewhere_closes_its_form_and_the_tur
 
 
 async def test_the_same_partial_answer_given_elsewhere_first_is_shown_as_theirs() -> None:
-    agent, model, ran = make(TWO_TRANSFERS, text_response("done"))
-    view, res = await paused(agent)
-    amy, bob = view.forms
-    await agent.chat(snapshot_id=res.snapshot_id).resume(
-        restart=[res.interrupts[1].restart(resumed={"approved": True})], partial=True,
-        metadata={"answeredBy": "lee"},
-    )  # fmt: skip
+    view, model, ran = await lee_answers_bob(approved=True)
+    bob = view.forms[1]
     bob.approve_button.click()  # the same answer: it replays, nothing runs again
     assert (await view.task) is not None and view.state == "waiting"
     assert re.search(r"Already answered \(approved by lee at \d", html_of(bob)), html_of(bob)
