@@ -87,7 +87,7 @@ def form_record_html(form: InterruptForm, state: str) -> str:
     expired = getattr(form, "expired", None)
     if expired is not None:
         verb = "expired"
-    elif answer is not None and state != "stale" and elsewhere is None:
+    elif answer is not None and state != "stale":  # a form answered elsewhere has no answer of its own
         verb = answer.verb
     else:
         verb = "answered elsewhere"
