@@ -23,10 +23,11 @@ from .records import form_record_html
 from .streaming import LiveOutput
 
 if TYPE_CHECKING:
+    from ..stores.base import AuditRecord
     from .forms import InterruptForm
     from .view import TurnView
 
-__all__ = ["call_keys", "follow", "replayed", "resume_one", "status", "waiting_line"]
+__all__ = ["call_keys", "follow", "replayed", "resume_one", "show_elsewhere", "status", "waiting_line"]
 
 
 def follow(chat: Chat, other: Chat) -> None:
@@ -76,12 +77,17 @@ async def _answered_by_another(view: TurnView, form: InterruptForm) -> bool:
     record = next((r for r in await answers_to(view) if (r.name, r.ref) == key), None)
     if record is None or form in view._sent:
         return False
+    show_elsewhere(view, form, record)
+    return True
+
+
+def show_elsewhere(view: TurnView, form: InterruptForm, record: AuditRecord) -> None:
+    """Close `form` on the answer `record` gave its call elsewhere: its record says who answered."""
     form.answer, form.elsewhere = None, record
     form.lock()
     form.children = [widgets.HTML(value=form_record_html(form, "answered")), form.status]
     form.status.value = ""  # the record says who answered, and how
     view.header.value = waiting_line(view)
-    return True
 
 
 def call_keys(forms: list[Any]) -> set[tuple[str, str | None]]:

@@ -54,7 +54,7 @@ from .forking import ForkPanel
 from .forms import InterruptForm
 from .identity import local_user
 from .outcomes import outcome_line
-from .partial import call_keys, replayed, resume_one, waiting_line
+from .partial import call_keys, replayed, resume_one, show_elsewhere, waiting_line
 from .partial import status as _status
 from .records import form_record_html
 from .settling import Settling
@@ -333,7 +333,13 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         if self.state != expect or not records:
             return False
         if {(r.name, r.ref) for r in records} < call_keys(self.forms) - mine:
-            return False  # only some calls answered elsewhere: the rest still wait here
+            if self.partial:  # each form answers alone: those answered elsewhere say so, the rest wait
+                by_call = {(r.name, r.ref): r for r in records if r.kind != "expired"}
+                for form in self.forms:
+                    record = by_call.get((form.interrupt.name, form.interrupt.ref))
+                    if record is not None and form.elsewhere is None and form not in self._sent:
+                        show_elsewhere(self, form, record)
+            return False
         if any(r.kind == "expired" for r in records):
             return await expire_now(self, late=expect == "sending")
         self.prior = records

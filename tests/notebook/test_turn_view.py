@@ -432,6 +432,24 @@ async def test_a_call_answered_another_way_elsewhere_closes_its_form_and_the_tur
     assert re.search(r"Already answered \(denied by lee at \d", view._static_bundle()["text/plain"])
 
 
+async def test_a_recheck_closes_only_the_form_answered_elsewhere_and_the_rest_still_answer() -> None:
+    """After the next cell (`watch.after_cell`), a form whose call lee answered says so before
+    anyone clicks it; the other form still takes its answer, and the turn goes on once."""
+    view, model, ran = await lee_answers_bob(approved=False)
+    amy, bob = view.forms
+    checking = view.recheck()
+    assert checking is not None and (await checking) is False  # the turn still waits here, on amy
+    assert view.state == "waiting" and bob.locked and bob.answer is None
+    assert re.search(r"Already answered \(denied by lee at \d", html_of(bob)), html_of(bob)
+    assert "1 of 2 answered" in view.header.value and not amy.locked
+    assert (await view.recheck()) is False and html_of(bob).count("Already answered") == 1  # idempotent
+    amy.approve_button.click()
+    done = await view.task
+    assert done is not None and done.text == "done" and view.state == "done"
+    assert ran == [("transfer", "bob", 5.0, False), ("transfer", "amy", 9.0, True)] and model.calls == 2
+    assert "transfer (bob): denied by lee at " in view.outcome and "transfer (amy) ran" in view.outcome
+
+
 async def test_the_same_partial_answer_given_elsewhere_first_is_shown_as_theirs() -> None:
     view, model, ran = await lee_answers_bob(approved=True)
     bob = view.forms[1]
