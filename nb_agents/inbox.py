@@ -181,6 +181,12 @@ class Outcome:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def replayed(self) -> bool:
+        """Whether `response` replays what the same answer, sent before (by anyone), came to:
+        nothing ran for this send. Known for an agent in this process; a remote one says False."""
+        return self.response is not None and self.response.raw._replayed
+
 
 async def answer_items(
     answers: Sequence[tuple[InboxItem, Kind, Part]],

@@ -118,9 +118,11 @@ async def test_a_different_answer_to_an_interrupt_another_partial_answered_is_re
     )
     (alice,) = [i for i in paused.interrupts if i.input == {"to": "alice"}]
     late = agent.chat(snapshot_id=paused.snapshot_id)
-    with pytest.raises(nba.AgentError, match="alice") as info:
+    with pytest.raises(nba.AlreadyResumedError, match="already answered by another answer") as info:
         await late.resume(respond=[alice.respond("declined")], partial=True)
-    assert info.value.status in ("INVALID_ARGUMENT", "FAILED_PRECONDITION")
+    # said as for a whole answer another went before: where what still waits is
+    assert info.value.status == "FAILED_PRECONDITION" and info.value.by == first.snapshot_id
+    assert f"'transfer' (ref: {alice.ref})" in str(info.value) and "did not pause" not in str(info.value)
     assert ran == ["alice"]
     # what waits is still answerable
     rest = await agent.chat(snapshot_id=first.snapshot_id).resume(

@@ -40,7 +40,7 @@ from ..rules import always_asked, rule_scope
 from ..tools import Tool
 from ..types import Message, Part, ToolResume
 
-__all__ = ["resume_digest", "validate_resume"]
+__all__ = ["answered_first", "resume_digest", "validate_resume"]
 
 
 def resume_digest(resume: ToolResume) -> str:
@@ -62,6 +62,39 @@ def resume_digest(resume: ToolResume) -> str:
 
 def _ref(ref: str | None) -> str:
     return f" (ref: {ref})" if ref else ""
+
+
+def answered_first(
+    resume: ToolResume, paused: Message | None, snapshot_id: str
+) -> FailedPreconditionError | None:
+    """After a partial answer moved on (`exactly_once.Moved`) to `snapshot_id`, the turn another
+    answer left paused on `paused`: the refusal of this answer if it answers a call that one
+    answered (in `paused`, the call no longer pauses), else None (what still waits may take it).
+
+    Its details name the snapshot to go on from (``alreadyResumed``), as for a whole answer
+    that another went before (the chat raises it as `AlreadyResumedError`).
+    """
+    held = (
+        {(p.tool_request.name, p.tool_request.ref): p for p in paused.tool_requests if p.tool_request}
+        if paused
+        else {}
+    )
+    answers = [p.tool_request for p in resume.restart] + [p.tool_response for p in resume.respond]
+    taken = [
+        a
+        for a in answers
+        if a is not None and (a.name, a.ref) in held and not held[a.name, a.ref].is_interrupt
+    ]
+    if not taken:
+        return None
+    calls = ", ".join(f"'{a.name}'{_ref(a.ref)}" for a in taken)
+    one = len(taken) == 1
+    return FailedPreconditionError(
+        f"The {'call' if one else 'calls'} {calls} {'was' if one else 'were'} already answered by another "
+        f"answer, which went first; the rest of the turn waits in snapshot {snapshot_id}: answer what "
+        f"still waits there, not {'this call' if one else 'these calls'} again.",
+        details={"alreadyResumed": snapshot_id},
+    )
 
 
 def _errors(exc: ValidationError) -> str:

@@ -46,7 +46,7 @@ from .loading import session_of
 from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
 from .records import write_row
-from .resume import resume_digest
+from .resume import answered_first, resume_digest
 
 if TYPE_CHECKING:
     from .invocation import Invocation
@@ -171,7 +171,8 @@ class Turn:
             assert moved.state is not None
             inv.session = session_of(moved, inv.session.session_id)
             parent_id = inv.parent_id = moved.snapshot_id
-            refused = self.check()
+            taken = answered_first(inp.resume, inv.session.last_model(), parent_id)
+            refused = self._refused(taken) if taken is not None else self.check()
             if refused is not None:
                 inv.preempted = True  # what this answer answers was answered by the one that went first
                 return refused

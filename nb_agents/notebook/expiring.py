@@ -30,10 +30,11 @@ from ..types import AgentOutput, SessionSnapshot
 from .records import after_pause
 
 if TYPE_CHECKING:
+    from ..protocol import BaseAgent
     from ..stores.base import AuditRecord
     from .view import TurnView
 
-__all__ = ["answers_to", "expire_now", "is_expiry_error", "watch_deadlines"]
+__all__ = ["answers_in", "answers_to", "expire_now", "is_expiry_error", "watch_deadlines"]
 
 _GRACE = 0.25  # seconds after the deadline: the engine's clock must see it passed too
 
@@ -75,21 +76,27 @@ def is_expiry_error(exc: BaseException) -> bool:
 
 
 async def answers_to(view: TurnView) -> list[AuditRecord]:
-    """The audit's answers to this view's calls (a person's, an expiry's); [] when none can be read.
-
-    Partial answers each move the pause to a new snapshot: the answers are followed from the
-    view's snapshot along the snapshots they made, each call taken once.
-    """
+    """The audit's answers to this view's calls (a person's, an expiry's); [] when none can be read."""
     agent = view.chat.agent if view.chat is not None else None
     sid, snap = view.response.session_id, view.response.snapshot_id
     if not (sid and snap and agent is not None):
         return []
-    keys = {(f.interrupt.name, f.interrupt.ref) for f in view.forms}
+    return await answers_in(agent, sid, snap, {(f.interrupt.name, f.interrupt.ref) for f in view.forms})
+
+
+async def answers_in(
+    agent: BaseAgent, session_id: str, snapshot_id: str, keys: set[tuple[str, str | None]]
+) -> list[AuditRecord]:
+    """The audit's answers to the calls `keys` of the pause `snapshot_id`; [] when none can be read.
+
+    Partial answers each move the pause to a new snapshot: the answers are followed from
+    `snapshot_id` along the snapshots they made, each call taken once.
+    """
     try:
-        records = await agent.audit(sid)
+        records = await agent.audit(session_id)
     except Exception:  # noqa: BLE001 - no audit to read (a store without one): nothing known
         return []
-    snaps, left, found = {snap}, set(keys), []
+    snaps, left, found = {snapshot_id}, set(keys), []
     grew = True
     while grew and left:
         grew = False

@@ -44,12 +44,12 @@ from ._bundle import WithStaticFallback
 from ._reading import FirstRead
 from .controls import REASON_HINT, button
 from .identity import local_user
+from .inbox_report import report_html
 
 __all__ = ["Inbox", "InboxRow"]
 
 _AGES = {"any age": None, "over 1 min": 60.0, "over 10 min": 600.0, "over 1 h": 3600.0, "over 1 day": 86400.0}
 _LABELS = {"approve": "Approve", "deny": "Deny", "cancel": "Cancel"}
-_DONE = {"approve": "approved", "deny": "denied", "cancel": "cancelled"}
 _ALL = "all"
 
 
@@ -322,34 +322,13 @@ class Inbox(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[misc] 
                 context = self.context if isinstance(agent, Agent) else None
                 outcomes += await answer_items(answers, context=context, answered_by=self.answered_by)
             self.outcomes = outcomes
-            self.status.value = self._report(chosen, verb, outcomes, skipped)
+            sent = [(row.item, row.override or verb) for row in chosen]
+            self.status.value = await report_html(sent, outcomes, skipped, you=self.answered_by)
             await self.refresh()  # answered rows leave; turns paused since join
             return outcomes
         finally:
             self._sending = False
             self._lock(False)
-
-    def _report(self, chosen: list[InboxRow], verb: Verb, outcomes: list[Outcome], skipped: list[str]) -> str:
-        done: dict[str, int] = {}
-        refused = []
-        ok = {id(i) for o in outcomes if o.ok for i in o.items}
-        for row in chosen:
-            if id(row.item) in ok:
-                word = _DONE[row.override or verb]
-                done[word] = done.get(word, 0) + 1
-        for o in outcomes:
-            if o.error is not None:
-                refused.append(f"{o.items[0].summary.title}: {o.error.message}")
-        parts = [f"{word} {n}" for word, n in done.items()]
-        text = ", ".join(parts).capitalize() or "Nothing answered"
-        out = f'<span style="color:var(--jp-success-color0,#2e7d32);font-weight:600">{esc(text)}</span>'
-        if skipped:
-            out += (
-                f'<div style="{MUTED}">Left waiting (answer in its own form): {esc(", ".join(skipped))}</div>'
-            )
-        if refused:
-            out += f'<div style="color:var(--jp-error-color1,#c62828)">{esc("; ".join(refused))}</div>'
-        return out
 
     def _lock(self, locked: bool) -> None:
         for made in (*self.buttons.values(), self.refresh_button):

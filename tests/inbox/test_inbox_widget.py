@@ -94,6 +94,37 @@ async def test_two_sends_at_once_answer_once(tmp_path: Path) -> None:
     assert sorted(line["ref"] for line in read_ledger(ledger)) == ["a1", "b1", "b2"]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_an_inbox_behind_another_says_who_answered_first(kind: str, tmp_path: Path) -> None:
+    """Two approvers' inboxes list the same rows; kim answers first. lee's batch then
+    runs nothing, and says whose answers went first: by name, never the engine's ids,
+    nor "approved" for an approval that was kim's."""
+    agent, ledger = await paused(kind, tmp_path)
+    kim = await Inbox(agent, answered_by="kim", tick=None)
+    lee = await Inbox(agent, answered_by="lee", tick=None)
+    kim_again = await Inbox(agent, answered_by="kim", tick=None)  # kim's second tab
+    for inbox in (kim, lee):
+        for row in inbox.rows[:2]:  # a1 (ana's turn) and b1 (bob's, which also waits on b2)
+            row.selected.value = True
+    await kim.send("approve")
+    assert "Approved 2" in kim.status.value
+    lee.rows[1].choice.value = "deny"  # a different answer to b1 than kim's
+    outcomes = await lee.send("approve")
+    assert sorted(line["ref"] for line in read_ledger(ledger)) == ["a1", "b1"]  # nothing ran again
+    assert [o.replayed for o in outcomes] == [True, False]  # a1: the same answer; b1: another
+    said = lee.status.value
+    assert "Nothing answered" in said and "Approved" not in said, said
+    assert "Already answered, nothing ran again:" in said, said
+    assert said.count("approved by kim at ") == 2, said
+    assert "snapshot" not in said.lower() and "already resumed" not in said, said
+    assert sorted(refs(lee)) == ["b2", "p1"]  # the refresh after the batch: what is still waiting
+    kim_again.rows[0].selected.value = True
+    await kim_again.send("approve")
+    assert "Already answered, nothing ran again:" in kim_again.status.value
+    assert "approved by you at " in kim_again.status.value  # her own, from the other tab
+    assert sorted(line["ref"] for line in read_ledger(ledger)) == ["a1", "b1"]
+
+
 async def test_filters_hide_rows_and_ages_tick(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
     agent, _ = await paused("sqlite", tmp_path)
