@@ -8,8 +8,10 @@ prompts to click when given. Replies stream into the transcript as markdown;
 the transcript grows with the conversation up to most of the window's height,
 then scrolls, keeping the newest message in view. A turn that pauses shows a
 `TurnView` (its forms) in place of a reply; while it waits, new messages are
-held back (the model must hear the answer first) and the box says so. Stop
-aborts the turn in flight.
+held back (the model must hear the answer first) and the box says so. A
+question answered elsewhere (another cell, tab or process) closes with who
+answered, and the chat follows that answer (`catching_up`): it shows what
+followed and goes on from there. Stop aborts the turn in flight.
 
 Built from a stored chat (``agent.chat(session_id=...)`` or
 ``Chat(agent, snapshot_id=...)``), the widget reads the conversation from
@@ -33,8 +35,10 @@ from ..render.turns import tool_outputs
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
+from .catching_up import stale_view, what_followed
 from .controls import button
 from .message_box import MessageBox
+from .partial import follow
 from .streaming import LiveOutput
 from .view import TurnView
 
@@ -131,6 +135,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         self.task: asyncio.Task[AgentResponse | None] | None = None
         self._running = False
         self.loading: asyncio.Task[None] | None = None
+        self.catching_up: asyncio.Task[None] | None = None  # following an answer given elsewhere
         self.views: list[TurnView] = []
         self.history: list[Message] = []  # read from the store; the chat's own list holds what follows
         self.header = widgets.HTML(value=header_html(self.chat), layout=widgets.Layout(margin="0"))
@@ -241,6 +246,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             return None
         if self.waiting is not None:
             self.notice.value = _note(_WAITING)
+            self.waiting.recheck()  # answered elsewhere meanwhile? then the chat follows that answer
             return None
         if self.message_box.value == text:
             self.message_box.value = ""
@@ -294,11 +300,33 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         return res
 
     def _view(self, res: AgentResponse) -> TurnView:
-        view = TurnView(
-            res, self.chat, answered_by=self.answered_by, on_settle=lambda _v: self._update_controls()
-        )
+        view = TurnView(res, self.chat, answered_by=self.answered_by, on_settle=self._settled)
         self.views.append(view)
         return view
+
+    def _settled(self, view: TurnView) -> None:
+        self._update_controls()
+        if view is self.views[-1] and not self.busy and stale_view(view) is not None:
+            self.catching_up = spawn(self._catch_up(view))
+
+    async def _catch_up(self, view: TurnView) -> None:
+        """The question was answered elsewhere: show what followed, and go on from there."""
+        try:
+            found = await what_followed(self.chat.agent, view)
+        except Exception:  # noqa: BLE001 - the form says who answered; the chat stays where it was
+            return
+        if found is None or view is not self.views[-1] or self.busy:
+            return
+        snap, new = found
+        went = Chat.at(self.chat.agent, snap, paused=snap.finish_reason == "interrupted")
+        if went.last is not None and new:
+            rows = [*(_bubble(m) for m in _with_results(new[:-1])), self._view(went.last)]
+        else:
+            rows = [_bubble(m) for m in _with_results(new)]
+        self.history = []  # the chat now holds the whole conversation
+        follow(self.chat, went)
+        self.transcript.children = [*self.transcript.children, *rows]
+        self._update_controls()
 
     def _update_controls(self) -> None:
         self.empty.layout.display = "none" if self.transcript.children else None

@@ -62,3 +62,31 @@ def test_enter_sends_stop_aborts_and_the_history_comes_back_after_a_restart(lab:
         and history.index("first") < history.index("You said")
     )
     lab.shot("history", cell=2)
+
+
+CHAT_ELSEWHERE = Path(__file__).resolve().parent / "fixtures" / "chat_elsewhere.ipynb"
+
+
+def test_a_question_answered_in_another_cell_moves_the_chat_on_from_that_answer(lab: LabPage) -> None:
+    """lee approves the chat's held payment in the next cell; once that cell has run the chat
+    shows lee's answer and the reply, and the next message goes on from that reply."""
+    lab.open_notebook(CHAT_ELSEWHERE)
+    lab.run_cell(1)
+    lab.type_into(BOX, "Pay the Acme bill", cell=1)
+    lab.press(BOX, "Enter", cell=1)
+    lab.wait_for_output("Waiting for your answer", cell=1)
+
+    lab.run_cell(2)  # lee approves it from another chat; nobody clicks here
+    lab.wait_for_output("lee approved Acme", cell=2)
+    shown = lab.wait_for_output("Done: paid Acme", cell=1).inner_text()
+    assert "Already answered (approved by lee at" in shown, shown
+    out = lab.cell(1).locator(".jp-OutputArea-output")
+    assert out.get_by_role("button", name="Approve", exact=True).count() == 0
+    lab.shot("followed", cell=1, output=True)
+
+    lab.type_into(BOX, "thanks", cell=1)
+    lab.press(BOX, "Enter", cell=1)
+    reply = lab.wait_for_output("You said 'thanks'", cell=1).inner_text()
+    assert "I said 'Done: paid Acme' before that." in reply, reply
+    lab.run_cell(3)
+    assert "runs: ['Acme']" in lab.wait_for_output("runs:", cell=3).inner_text()

@@ -212,3 +212,79 @@ async def test_a_chat_with_history_shows_no_empty_state() -> None:
     chat = agent.chat()
     await chat.send("hello")
     assert ChatWidget(chat).empty.layout.display == "none"
+
+
+async def test_a_question_answered_elsewhere_moves_the_chat_to_where_that_answer_went() -> None:
+    """kim answers the chat's question in another cell; the next message here goes on from
+    kim's answer (the model hears it), not from the old pause, and a re-pause asks here."""
+    agent, model = agent_with(
+        tool_call_response(("askUser", "a1", {"question": "Go ahead?"})),
+        tool_call_response(("askUser", "a2", {"question": "Really <b>sure</b>?"}), text="Kim said yes."),
+        text_response("Done."),
+        text_response("You are welcome."),
+    )
+    chat_box = ChatWidget(agent)
+    res = await chat_box.send("please do it")
+    assert res is not None
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": True})], metadata={"answeredBy": "kim"}
+    )
+    chat_box.message_box.value = "thanks"
+    assert chat_box.send() is None  # held back: this box still shows the question
+    [view] = chat_box.views
+    assert view.checking is not None and (await view.checking) is True
+    assert chat_box.catching_up is not None
+    await chat_box.catching_up
+    assert view.state == "stale" and "approved by kim" in view.outcome
+    again = chat_box.views[-1]
+    assert again is not view and again.state == "waiting" and again in widgets_of(chat_box.transcript)
+    shown = html_of(chat_box.transcript)
+    assert "Kim said yes." in shown and "Really &lt;b&gt;sure&lt;/b&gt;?" in shown
+    assert chat_box.chat.snapshot_id == again.response.snapshot_id != res.snapshot_id
+    assert chat_box.message_box.value == "thanks" and chat_box.send_button.disabled  # the new question first
+    again.forms[0].approve_button.click()
+    assert (await again.task) is not None and "Done." in html_of(chat_box.transcript)
+    assert (await chat_box.send()) is not None and model.calls == 4
+    heard = [p.text for m in model.requests[-1].messages for p in m.content if p.text]
+    assert heard[-3:] == ["Kim said yes.", "Done.", "thanks"], heard
+    assert html_of(chat_box.transcript).count("Kim said yes.") == 1
+
+
+async def test_a_chat_whose_question_was_answered_elsewhere_shows_nothing_twice_when_rechecked() -> None:
+    agent, model = agent_with(
+        tool_call_response(("askUser", "a1", {"question": "Go?"})), text_response("Ok.")
+    )
+    chat_box = ChatWidget(agent)
+    res = await chat_box.send("go")
+    assert res is not None
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": False})], metadata={"answeredBy": "kim"}
+    )
+    [view] = chat_box.views
+    assert (await view.recheck()) is True  # as after the next cell runs
+    await chat_box.catching_up
+    assert view.recheck() is None and len(chat_box.views) == 1 and not chat_box.send_button.disabled
+    [record] = await agent.audit(res.session_id or "")
+    assert html_of(chat_box.transcript).count("Ok.") == 1 and model.calls == 2
+    assert chat_box.chat.snapshot_id == record.child_id != res.snapshot_id
+
+
+async def test_a_chat_follows_two_partial_answers_given_elsewhere_to_the_turn_they_resumed() -> None:
+    agent, model = agent_with(
+        tool_call_response(("askUser", "a1", {"question": "One?"}), ("askUser", "a2", {"question": "Two?"})),
+        text_response("Both answered."),
+    )
+    chat_box = ChatWidget(agent)
+    res = await chat_box.send("ask twice")
+    assert res is not None and len(res.interrupts) == 2
+    for n, interrupt in enumerate(res.interrupts):  # each from the pause: the store moves it on
+        await agent.chat(snapshot_id=res.snapshot_id).resume(
+            respond=[interrupt.respond({"approved": n == 0})], metadata={"answeredBy": "kim"}, partial=True
+        )
+    [view] = chat_box.views
+    assert (await view.recheck()) is True
+    await chat_box.catching_up
+    assert "Both answered." in html_of(chat_box.transcript) and model.calls == 2
+    latest = await agent.get_snapshot(session_id=res.session_id)
+    assert latest is not None and chat_box.chat.snapshot_id == latest.snapshot_id
+    assert latest.finish_reason == "stop" and not chat_box.send_button.disabled

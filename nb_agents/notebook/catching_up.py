@@ -1,0 +1,77 @@
+"""Where a chat goes when its question was answered elsewhere (another cell, tab or process).
+
+A `ChatWidget` whose form collapsed to "Already answered (...)" would send its
+next message from the old pause, branching the conversation away from the
+answer that went first. `where_it_went` reads where that answer went: the
+turn each recorded answer resumed (the last of them, for partial answers),
+and the session's latest turn when it carries on from there. The widget then
+shows what followed and continues from it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..protocol import BaseAgent
+    from ..stores.base import AuditRecord
+    from ..types import Message, SessionSnapshot
+
+__all__ = ["extends", "stale_view", "what_followed", "where_it_went"]
+
+
+def stale_view(view: Any) -> Any:
+    """The view (`view` or a re-pause below it) that collapsed to "Already answered", if any."""
+    while view is not None and view.state != "stale":
+        view = view.child
+    return view
+
+
+def _wire(messages: list[Message]) -> list[dict[str, Any]]:
+    return [m.to_wire() for m in messages]
+
+
+def extends(longer: SessionSnapshot, shorter: SessionSnapshot) -> bool:
+    """Whether `longer`'s conversation goes on from `shorter`'s.
+
+    A paused last message of `shorter` reads differently once answered (its
+    calls carry ``resolvedInterrupt``), so it is compared by position only.
+    """
+    a = longer.state.messages if longer.state is not None else []
+    b = shorter.state.messages if shorter.state is not None else []
+    if len(a) < len(b):
+        return False
+    n = len(b) - 1 if shorter.finish_reason == "interrupted" else len(b)
+    return _wire(a[:n]) == _wire(b[:n])
+
+
+async def where_it_went(agent: BaseAgent, records: list[AuditRecord]) -> SessionSnapshot | None:
+    """The snapshot the conversation went on to after the answers in `records`; None if unreadable."""
+    ends: list[SessionSnapshot] = []
+    for child_id in dict.fromkeys(r.child_id for r in records if r.child_id):
+        snap = await agent.get_snapshot(child_id)
+        if snap is not None and snap.state is not None:
+            ends.append(snap)
+    if not ends:
+        return None
+    end = max(ends, key=lambda s: len(s.state.messages) if s.state is not None else 0)
+    if end.session_id:  # the conversation may have gone further since: follow it when it goes on from here
+        latest = await agent.get_snapshot(session_id=end.session_id)
+        if latest is not None and latest.snapshot_id != end.snapshot_id and extends(latest, end):
+            return latest
+    return end
+
+
+async def what_followed(agent: BaseAgent, view: Any) -> tuple[SessionSnapshot, list[Message]] | None:
+    """Where the conversation went after `view`'s pause was answered elsewhere, and the messages
+    since that pause; None while it cannot be followed (unreadable, still running, or failed)."""
+    stale = stale_view(view)
+    if stale is None or not stale.prior:
+        return None
+    snap = await where_it_went(agent, stale.prior)
+    if snap is None or snap.state is None or snap.finish_reason in (None, "failed", "aborted", "detached"):
+        return None
+    asked = await agent.get_snapshot(stale.prior[0].snapshot_id)
+    if asked is None or asked.state is None or not extends(snap, asked):
+        return None
+    return snap, list(snap.state.messages[len(asked.state.messages) :])
