@@ -5,19 +5,24 @@ next message from the old pause, branching the conversation away from the
 answer that went first. `where_it_went` reads where that answer went: the
 turn each recorded answer resumed (the last of them, for partial answers),
 and the session's latest turn when it carries on from there. The widget then
-shows what followed and continues from it.
+shows what followed and continues from it; a plain `TurnView` moves the chat
+it was given there (`move_chat`), so the next ``chat.send`` goes on from the
+answer too.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..chat import Chat
+from .partial import follow
+
 if TYPE_CHECKING:
     from ..protocol import BaseAgent
     from ..stores.base import AuditRecord
     from ..types import Message, SessionSnapshot
 
-__all__ = ["extends", "stale_view", "what_followed", "where_it_went"]
+__all__ = ["extends", "move_chat", "stale_view", "what_followed", "where_it_went"]
 
 
 def stale_view(view: Any) -> Any:
@@ -75,3 +80,16 @@ async def what_followed(agent: BaseAgent, view: Any) -> tuple[SessionSnapshot, l
     if asked is None or asked.state is None or not extends(snap, asked):
         return None
     return snap, list(snap.state.messages[len(asked.state.messages) :])
+
+
+async def move_chat(view: Any) -> None:
+    """Move the chat `view` was given to where the answer given elsewhere went, if the chat still
+    stands at `view`'s pause then; where it cannot be followed yet, the chat stays where it is."""
+    chat = view.chat
+    try:
+        found = await what_followed(chat.agent, view)
+    except Exception:  # noqa: BLE001 - the form says who answered; the chat stays where it was
+        return
+    if found is not None and chat.snapshot_id == view.response.snapshot_id:
+        snap = found[0]
+        follow(chat, Chat.at(chat.agent, snap, paused=snap.finish_reason == "interrupted"))

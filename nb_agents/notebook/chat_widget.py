@@ -300,7 +300,10 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         return res
 
     def _view(self, res: AgentResponse) -> TurnView:
-        view = TurnView(res, self.chat, answered_by=self.answered_by, on_settle=self._settled)
+        # answered elsewhere, the widget moves the chat itself, with the transcript (`_catch_up`)
+        view = TurnView(
+            res, self.chat, answered_by=self.answered_by, on_settle=self._settled, moves_chat=False
+        )
         self.views.append(view)
         return view
 

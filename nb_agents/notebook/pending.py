@@ -84,7 +84,10 @@ class PendingView(FirstRead, WithStaticFallback, widgets.VBox):  # type: ignore[
         self._draw()
 
     def _view(self, turn: PendingTurn) -> TurnView:
-        return TurnView(turn_response(turn), answered_by=self.answered_by, on_settle=self._on_settle)
+        # its chat is this list's own, positioned at the pause: nobody sends on it, so it stays there
+        return TurnView(
+            turn_response(turn), answered_by=self.answered_by, on_settle=self._on_settle, moves_chat=False
+        )
 
     def _draw(self) -> None:
         self.header.value = f"<b>{esc(self.headline())}</b>"

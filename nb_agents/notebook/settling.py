@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
+from .._sync import start as spawn
 from ..render import record_words
 from ..stores.base import AuditRecord
 from ._bundle import OUTPUT_METADATA
+from .catching_up import move_chat
 from .forking import ForkPanel, can_fork
 from .partial import status as _status
 from .records import record_body_html, turn_record_bundle
@@ -38,6 +40,10 @@ class Settling:
 
     state: str
     outcome: str
+    chat: Any
+    response: Any
+    moves_chat: bool
+    following: asyncio.Task[None] | None
     child: Any
     forms: list[Any]
     prior: list[AuditRecord]
@@ -73,6 +79,8 @@ class Settling:
         for form in self.forms:
             form.lock()
             form.status.value = ""
+        if self.moves_chat and self.chat is not None and self.chat.snapshot_id == self.response.snapshot_id:
+            self.following = spawn(move_chat(self))  # the chat goes on from the answer that went first
         self._settle()  # nothing more will come: the forms give way to their questions
 
     # -- settling ---------------------------------------------------------------------------

@@ -83,6 +83,9 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         try_another: Offer "Try another answer" once the turn is finished (a view displayed
             in a cell then stays live, and a saved notebook keeps its record only through the
             server extension). Default: only inside a live widget, such as a `ChatWidget`.
+        moves_chat: When the question is answered elsewhere (another cell, the `Inbox`, an
+            answer link), move `chat` to where that answer went, if it still stands at this
+            pause, so its next ``send`` goes on from there (a `ChatWidget` does it itself).
 
     Attributes:
         forms: One `InterruptForm` per interrupt.
@@ -92,6 +95,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         child: The nested `TurnView` when the continuation paused again.
         state: ``"waiting"``, ``"sending"``, ``"answered"`` (paused again below),
             ``"done"``, or ``"stale"`` (answered elsewhere).
+        following: The task moving `chat` once answered elsewhere (see ``moves_chat``).
         outcome: The status in words, e.g. "Approved by ana at 14:02 · transferMoney ran".
 
     Example:
@@ -107,6 +111,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         answered_by: str | None = None,
         on_settle: Callable[[TurnView], None] | None = None,
         try_another: bool | None = None,
+        moves_chat: bool = True,
     ):
         super().__init__()
         self.response = response
@@ -115,6 +120,8 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         self.answered_by = answered_by if answered_by is not None else local_user()
         self.on_settle = on_settle
         self.try_another = try_another
+        self.moves_chat = moves_chat
+        self.following: asyncio.Task[None] | None = None  # `move_chat`, once answered elsewhere
         self.tools = agent_tools(self.chat)
         note = response.text
         self.forms = [
@@ -307,6 +314,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
                 answered_by=self.answered_by,
                 on_settle=lambda _c: self._settle(),
                 try_another=self.offers_forks,
+                moves_chat=self.moves_chat,
             )
             self.continuation.children = [self.stream, self.child]
             self.state = "answered"

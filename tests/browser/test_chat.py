@@ -90,3 +90,26 @@ def test_a_question_answered_in_another_cell_moves_the_chat_on_from_that_answer(
     assert "I said 'Done: paid Acme' before that." in reply, reply
     lab.run_cell(3)
     assert "runs: ['Acme']" in lab.wait_for_output("runs:", cell=3).inner_text()
+
+
+TURN_ELSEWHERE = Path(__file__).resolve().parent / "fixtures" / "turn_elsewhere.ipynb"
+
+
+def test_a_chat_whose_form_was_answered_in_another_cell_sends_on_from_that_answer(lab: LabPage) -> None:
+    """A plain `chat.send` shows its form; lee approves it in the next cell. Once that cell has
+    run, the form says lee answered, and the next `chat.send` goes on from lee's answer."""
+    lab.open_notebook(TURN_ELSEWHERE)
+    lab.run_cell(1)
+    lab.wait_for_output("Waiting for your answer", cell=1)
+    lab.run_cell(2)  # nobody clicks here
+    lab.wait_for_output("lee approved Acme", cell=2)
+    closed = lab.wait_for_output("Already answered (approved by lee at", cell=1).inner_text()
+    assert "snapshot" not in closed, closed
+    out = lab.cell(1).locator(".jp-OutputArea-output")
+    assert out.get_by_role("button", name="Approve", exact=True).count() == 0
+    lab.shot("answered-elsewhere", cell=1, output=True)
+    lab.run_cell(3)
+    reply = lab.wait_for_output("You said 'thanks'", cell=3).inner_text()
+    assert "I said 'Done: paid Acme' before that." in reply, reply
+    lab.run_cell(4)
+    assert "runs: ['Acme']" in lab.wait_for_output("runs:", cell=4).inner_text()

@@ -558,3 +558,51 @@ async def test_without_an_audit_the_identical_answer_returns_the_first_result() 
     old.forms[0].submit_button.click()
     done = await old.task
     assert done is not None and done.text == "first"
+
+
+async def test_a_chat_whose_question_was_answered_elsewhere_goes_on_from_that_answer() -> None:
+    """kim answered in another cell: the form says so, and the chat it was given moves to where
+    kim's answer went, so the next send carries kim's answer and the reply to it."""
+    agent, model, _ = make(ASK, text_response("kim's answer is in"), text_response("next reply"))
+    chat = agent.chat()
+    res = await chat.send("go")
+    view = TurnView(res, chat)
+    kims = await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": True})], metadata={"answeredBy": "kim"}
+    )
+    assert (await view.recheck()) is True and view.state == "stale"
+    await view.following
+    assert chat.snapshot_id == kims.snapshot_id and chat.messages[-1].text == "kim's answer is in"
+    assert (await chat.send("next")).text == "next reply"
+    sent = model.requests[-1].messages
+    assert [m.role for m in sent] == ["user", "model", "tool", "model", "user"]
+    assert sent[2].content[0].tool_response.output == {"approved": True}
+
+
+async def test_a_chat_that_moved_on_before_the_answer_elsewhere_stays_where_it_went() -> None:
+    agent, model, _ = make(ASK, text_response("forked"), text_response("kim's answer is in"))
+    chat = agent.chat()
+    res = await chat.send("go")
+    view = TurnView(res, chat)
+    moved = await chat.send("never mind")  # the person went on without answering
+    await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": True})], metadata={"answeredBy": "kim"}
+    )
+    assert (await view.recheck()) is True and view.following is None
+    assert chat.snapshot_id == moved.snapshot_id and chat.messages[-1].text == "forked"
+
+
+async def test_an_answer_elsewhere_that_paused_again_leaves_the_chat_at_the_new_question() -> None:
+    agent, _, _ = make(ASK, ASK, text_response("done"))
+    chat = agent.chat()
+    res = await chat.send("go")
+    view = TurnView(res, chat)
+    again = await agent.chat(snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": True})], metadata={"answeredBy": "kim"}
+    )
+    assert again.finish_reason == "interrupted"
+    assert (await view.recheck()) is True
+    await view.following
+    assert chat.snapshot_id == again.snapshot_id and chat.last is not None
+    done = await chat.resume(respond=[chat.last.interrupts[0].respond({"approved": True})])
+    assert done.text == "done"
