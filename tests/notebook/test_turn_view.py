@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -606,3 +607,23 @@ async def test_an_answer_elsewhere_that_paused_again_leaves_the_chat_at_the_new_
     assert chat.snapshot_id == again.snapshot_id and chat.last is not None
     done = await chat.resume(respond=[chat.last.interrupts[0].respond({"approved": True})])
     assert done.text == "done"
+
+
+async def test_an_answer_from_another_process_moves_the_chat_once_the_view_rechecks(tmp_path: Path) -> None:
+    """Another process (a server, another kernel) answers the pause on the shared SQLite file:
+    the view here reads the store's audit, and its chat goes on from that process's turn."""
+    import proc_bank
+    from procs import finish, run
+
+    db, ledger, go = str(tmp_path / "bank.db"), tmp_path / "ledger.txt", tmp_path / "go"
+    agent = proc_bank.build(db, str(ledger))
+    chat = agent.chat()
+    res = await chat.send("send 500")
+    view = TurnView(res, chat)
+    go.touch()
+    reason, theirs = finish(run("proc_bank.py", "resume", db, str(ledger), str(go)))
+    assert reason == "stop" and ledger.read_text().splitlines() == ["500"]
+    assert (await view.recheck()) is True and view.state == "stale"
+    await view.following
+    assert chat.snapshot_id == theirs and chat.messages[-1].text == "transfer done"
+    assert ledger.read_text().splitlines() == ["500"]  # following ran nothing
