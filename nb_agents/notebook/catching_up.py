@@ -12,17 +12,29 @@ answer too.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..chat import Chat
+from ..turns import DetachedTask
 from .partial import follow
 
 if TYPE_CHECKING:
     from ..protocol import BaseAgent
-    from ..stores.base import AuditRecord
     from ..types import Message, SessionSnapshot
 
-__all__ = ["extends", "move_chat", "stale_view", "what_followed", "where_it_went"]
+__all__ = [
+    "RUNNING_POLL",
+    "RUNNING_WAIT",
+    "extends",
+    "move_chat",
+    "stale_view",
+    "what_followed",
+    "where_it_went",
+]
+
+RUNNING_POLL = 0.25  # seconds between reads of a turn that another answer started, while it runs
+RUNNING_WAIT = 300.0  # how long a chat waits for that turn to end before it stays where it was
 
 
 def stale_view(view: Any) -> Any:
@@ -50,10 +62,11 @@ def extends(longer: SessionSnapshot, shorter: SessionSnapshot) -> bool:
     return _wire(a[:n]) == _wire(b[:n])
 
 
-async def where_it_went(agent: BaseAgent, records: list[AuditRecord]) -> SessionSnapshot | None:
-    """The snapshot the conversation went on to after the answers in `records`; None if unreadable."""
+async def where_it_went(agent: BaseAgent, child_ids: Iterable[str]) -> SessionSnapshot | None:
+    """The snapshot the conversation went on to after the answers that made the turns `child_ids`
+    (an audit record's ``child_id``); None if unreadable."""
     ends: list[SessionSnapshot] = []
-    for child_id in dict.fromkeys(r.child_id for r in records if r.child_id):
+    for child_id in dict.fromkeys(child_ids):
         snap = await agent.get_snapshot(child_id)
         if snap is not None and snap.state is not None:
             ends.append(snap)
@@ -69,14 +82,29 @@ async def where_it_went(agent: BaseAgent, records: list[AuditRecord]) -> Session
 
 async def what_followed(agent: BaseAgent, view: Any) -> tuple[SessionSnapshot, list[Message]] | None:
     """Where the conversation went after `view`'s pause was answered elsewhere, and the messages
-    since that pause; None while it cannot be followed (unreadable, still running, or failed)."""
+    since that pause; None while it cannot be followed (unreadable, still running, or failed).
+
+    Known from the audit, that turn has ended (its records are written with its last row);
+    known only from the refusal of this view's own answer, it may still run: its end is
+    awaited (polled, up to `RUNNING_WAIT` seconds).
+    """
     stale = stale_view(view)
-    if stale is None or not stale.prior:
+    if stale is None:
         return None
-    snap = await where_it_went(agent, stale.prior)
+    # where the audit says the answers went; without an audit (a remote agent), where the
+    # refusal of this view's own answer said the first one went (`AlreadyResumedError.by`)
+    went = [r.child_id for r in stale.prior if r.child_id] or ([stale.went] if stale.went else [])
+    if not stale.prior and stale.went:  # then the first answer's turn may still run: its end first
+        try:
+            await DetachedTask(agent, stale.went).wait(interval=RUNNING_POLL, timeout=RUNNING_WAIT)
+        except TimeoutError:
+            return None
+    snap = await where_it_went(agent, went) if went else None
     if snap is None or snap.state is None or snap.finish_reason in (None, "failed", "aborted", "detached"):
         return None
-    asked = await agent.get_snapshot(stale.prior[0].snapshot_id)
+    asked = await agent.get_snapshot(
+        stale.prior[0].snapshot_id if stale.prior else stale.response.snapshot_id
+    )
     if asked is None or asked.state is None or not extends(snap, asked):
         return None
     return snap, list(snap.state.messages[len(asked.state.messages) :])

@@ -46,6 +46,10 @@ __all__ = ["ChatWidget"]
 
 _ASSISTANT = '<div class="nba-role" style="font-weight:600;font-size:90%;margin-top:4px">Assistant</div>'
 _WAITING = "Answer the question above first: the assistant waits for it."
+_CATCHING_UP = (
+    "The question above was answered elsewhere: the chat is reading what that answer led to. "
+    "Send again in a moment, and the message goes on from there."
+)
 _BUBBLE = {
     "user": (
         "background:var(--jp-layout-color2,#eef2f7);border-radius:8px;padding:4px 10px;margin:4px 0 4px 15%"
@@ -248,6 +252,9 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
             self.notice.value = _note(_WAITING)
             self.waiting.recheck()  # answered elsewhere meanwhile? then the chat follows that answer
             return None
+        if self.catching_up is not None and not self.catching_up.done():
+            self.notice.value = _note(_CATCHING_UP)  # sent now, it would leave from the old question
+            return None
         if self.message_box.value == text:
             self.message_box.value = ""
         self.notice.value = ""
@@ -314,6 +321,13 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
 
     async def _catch_up(self, view: TurnView) -> None:
         """The question was answered elsewhere: show what followed, and go on from there."""
+        try:
+            await self._follow(view)
+        finally:  # followed or not, messages may be sent again
+            if _CATCHING_UP in self.notice.value:
+                self.notice.value = ""
+
+    async def _follow(self, view: TurnView) -> None:
         try:
             found = await what_followed(self.chat.agent, view)
         except Exception:  # noqa: BLE001 - the form says who answered; the chat stays where it was

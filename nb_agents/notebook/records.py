@@ -167,7 +167,7 @@ def raw_details(view: TurnView) -> str:
     rows = []
     for form in view.forms:
         entry: dict[str, Any] = {"tool": form.interrupt.name, **form.summary.raw}
-        if form.answer is not None:
+        if form.answer is not None and view.state != "stale":  # a refused answer is not the record's
             entry["answer"] = form.answer.part.to_wire()
         rows.append(entry)
     if not rows:

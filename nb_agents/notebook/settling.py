@@ -73,7 +73,7 @@ class Settling:
             for r in self.prior
         )
         self.state = "stale"
-        self.outcome = f"Already answered ({words})"
+        self.outcome = f"Already answered ({words})" if words else "Already answered elsewhere"
         self.header.value = _status("muted", "answered", self.outcome)
         self.status.value = ""
         for form in self.forms:

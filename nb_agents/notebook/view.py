@@ -143,6 +143,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         self.state = "waiting" if self.forms else "done"
         self.outcome = ""
         self.prior: list[AuditRecord] = []  # the answers found in the audit when this view was stale
+        self.went: str | None = None  # without an audit: the turn the answer that went first ran
         self.answered_at: datetime | None = None
         self.fork_panel: ForkPanel | None = None  # "Try another answer", once the turn is done
         self.fork_of: TurnView | None = None  # the answered view this one is a fork of
@@ -288,7 +289,7 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
             if isinstance(details, dict) and details.get("retry"):
                 self._offer_retry(message)
                 return None
-            if isinstance(exc, AlreadyResumedError) and await self._answered_elsewhere():
+            if isinstance(exc, AlreadyResumedError) and await self._taken_elsewhere(exc):
                 return None
             if is_expiry_error(exc) and await expire_now(self, late=True):
                 return None  # too late: the form shows what the default did instead
@@ -351,6 +352,17 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
         if any(r.kind == "expired" for r in records):
             return await expire_now(self, late=expect == "sending")
         self.prior = records
+        self._mark_stale()
+        return True
+
+    async def _taken_elsewhere(self, exc: AlreadyResumedError) -> bool:
+        """The pause was taken by another answer: collapse, saying who when the audit tells."""
+        if await self._answered_elsewhere():
+            return True
+        if exc.by is None or self.state != "sending" or await answers_to(self):
+            return False  # the audit knows of answers to some of these calls only: not all were taken
+        # no one to name (a remote agent has no audit here, or the first answer's turn still runs)
+        self.went = exc.by
         self._mark_stale()
         return True
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from helpers import text_response, tool_call_response
 from pydantic import BaseModel
@@ -9,7 +11,7 @@ from widget_helpers import html_of, widgets_of
 
 import nb_agents as nba
 from nb_agents.notebook import ChatWidget, TurnView
-from nb_agents.testing import ScriptedModel
+from nb_agents.testing import FunctionModel, ScriptedModel
 
 pytestmark = pytest.mark.anyio
 
@@ -288,3 +290,46 @@ async def test_a_chat_follows_two_partial_answers_given_elsewhere_to_the_turn_th
     latest = await agent.get_snapshot(session_id=res.session_id)
     assert latest is not None and chat_box.chat.snapshot_id == latest.snapshot_id
     assert latest.finish_reason == "stop" and not chat_box.send_button.disabled
+
+
+async def test_a_message_waits_while_the_chat_reads_where_an_answer_still_running_went() -> None:
+    """The chat's form is sent while lee's answer, claimed first, still runs: the form closes,
+    and a message typed meanwhile is held (sent then, it would leave from the old question)
+    until the chat has followed lee's turn; then it goes on from lee's reply."""
+    gate = asyncio.Event()
+
+    async def model_fn(request: nba.GenerateRequest) -> object:
+        last = request.messages[-1]
+        if last.role == "tool":
+            await gate.wait()
+            return "lee's answer is in"
+        if last.text == "go":
+            return tool_call_response(("askUser", "a1", {"question": "Go?"}))
+        return f"heard {last.text} after {request.messages[-2].text}"
+
+    agent = nba.define_agent(
+        "helper", model=FunctionModel(model_fn), tools=[ask_user], store=nba.InMemorySessionStore()
+    )
+    chat_box = ChatWidget(agent)
+    res = await chat_box.send("go")
+    assert res is not None
+    lee = asyncio.ensure_future(
+        agent.chat(snapshot_id=res.snapshot_id).resume(
+            respond=[res.interrupts[0].respond({"approved": False})], metadata={"answeredBy": "lee"}
+        )
+    )
+    while (await agent.get_snapshot(session_id=res.session_id or "")).snapshot_id == res.snapshot_id:
+        await asyncio.sleep(0.01)  # lee's claim is taken; its turn waits on the model
+    [view] = chat_box.views
+    view.forms[0].approve_button.click()
+    assert (await view.task) is None and view.state == "stale"
+    chat_box.message_box.value = "next"
+    assert chat_box.send() is None and "answered elsewhere" in chat_box.notice.value
+    assert chat_box.message_box.value == "next" and chat_box.chat.snapshot_id == res.snapshot_id
+    gate.set()
+    await lee
+    await chat_box.catching_up
+    assert "s answer is in</p>" in html_of(chat_box.transcript) and chat_box.notice.value == ""
+    sent = chat_box.send()
+    assert sent is not None and (await sent) is not None
+    assert "heard next after lee" in html_of(chat_box.transcript)  # from lee's reply, not the old question

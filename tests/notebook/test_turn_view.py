@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +16,7 @@ import nb_agents as nba
 from nb_agents.chat import Chat
 from nb_agents.middleware import ToolApproval
 from nb_agents.notebook import TurnView
-from nb_agents.testing import ScriptedModel
+from nb_agents.testing import FunctionModel, ScriptedModel
 
 pytestmark = pytest.mark.anyio
 
@@ -627,3 +628,60 @@ async def test_an_answer_from_another_process_moves_the_chat_once_the_view_reche
     await view.following
     assert chat.snapshot_id == theirs and chat.messages[-1].text == "transfer done"
     assert ledger.read_text().splitlines() == ["500"]  # following ran nothing
+
+
+async def test_without_an_audit_a_form_another_answer_took_collapses_and_the_chat_follows() -> None:
+    """A remote agent has no audit to read here: the refusal itself says another answer went
+    first and where to. The form closes (no ids, no second try), and the chat goes on from there."""
+    agent, model, _ = make(ASK, text_response("first"), text_response("second"))
+    chat = Chat(RemoteLike(agent))
+    res = await chat.send("go")
+    view = TurnView(res, chat)
+    await Chat(RemoteLike(agent), snapshot_id=res.snapshot_id).resume(
+        respond=[res.interrupts[0].respond({"approved": False})]
+    )  # answered in another tab meanwhile
+    view.forms[0].reply.widget.value = '{"approved": true}'
+    view.forms[0].submit_button.click()
+    assert (await view.task) is None and view.state == "stale"
+    assert view.outcome == "Already answered elsewhere"
+    shown = html_of(view)
+    assert res.snapshot_id not in shown and "already resumed" not in shown and '"approved": true' not in shown
+    await view.following
+    assert chat.messages[-1].text == "first" and model.calls == 2  # nothing ran again
+
+
+async def test_a_form_taken_by_an_answer_whose_turn_still_runs_follows_it_once_it_ends() -> None:
+    """lee's answer is claimed and its turn still runs when this form is sent: the claim refuses
+    it and the audit has no record yet. The form closes at once; the chat follows when lee's
+    turn has ended."""
+    gate = asyncio.Event()
+
+    async def model_fn(request: nba.GenerateRequest) -> object:
+        if request.messages[-1].role == "tool":
+            await gate.wait()
+            return "lee's answer is in"
+        return tool_call_response(("askUser", "a1", {"question": "Go?"}))
+
+    agent = nba.define_agent(
+        "helper", model=FunctionModel(model_fn), tools=[ask_user], store=nba.InMemorySessionStore()
+    )
+    chat = agent.chat()
+    res = await chat.send("go")
+    view = TurnView(res, chat)
+    lee = asyncio.ensure_future(
+        agent.chat(snapshot_id=res.snapshot_id).resume(
+            respond=[res.interrupts[0].respond({"approved": False})], metadata={"answeredBy": "lee"}
+        )
+    )
+    while (await agent.get_snapshot(session_id=res.session_id or "")).snapshot_id == res.snapshot_id:
+        await asyncio.sleep(0.01)  # lee's claim is taken, with its turn's pending row
+    view.forms[0].approve_button.click()
+    assert (
+        (await view.task) is None and view.state == "stale" and view.outcome == "Already answered elsewhere"
+    )
+    await asyncio.sleep(0.3)
+    assert chat.snapshot_id == res.snapshot_id  # lee's turn still runs: nothing to follow yet
+    gate.set()
+    await lee
+    await view.following
+    assert chat.messages[-1].text == "lee's answer is in"
