@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RUNNING_POLL",
     "RUNNING_WAIT",
+    "chat_at",
     "extends",
     "move_chat",
     "stale_view",
@@ -91,15 +92,17 @@ async def what_followed(agent: BaseAgent, view: Any) -> tuple[SessionSnapshot, l
     stale = stale_view(view)
     if stale is None:
         return None
-    # where the audit says the answers went; without an audit (a remote agent), where the
-    # refusal of this view's own answer said the first one went (`AlreadyResumedError.by`)
-    went = [r.child_id for r in stale.prior if r.child_id] or ([stale.went] if stale.went else [])
-    if not stale.prior and stale.went:  # then the first answer's turn may still run: its end first
-        try:
+    if stale.prior:  # where the audit says the answers went
+        went = [r.child_id for r in stale.prior if r.child_id]
+    elif stale.went:  # no audit (a remote agent): where the refusal of this view's answer said
+        try:  # the first answer's turn may still run: its end first
             await DetachedTask(agent, stale.went).wait(interval=RUNNING_POLL, timeout=RUNNING_WAIT)
         except TimeoutError:
             return None
-    snap = await where_it_went(agent, went) if went else None
+        went = [stale.went]
+    else:
+        return None
+    snap = await where_it_went(agent, went)
     if snap is None or snap.state is None or snap.finish_reason in (None, "failed", "aborted", "detached"):
         return None
     asked = await agent.get_snapshot(
@@ -119,5 +122,9 @@ async def move_chat(view: Any) -> None:
     except Exception:  # noqa: BLE001 - the form says who answered; the chat stays where it was
         return
     if found is not None and chat.snapshot_id == view.response.snapshot_id:
-        snap = found[0]
-        follow(chat, Chat.at(chat.agent, snap, paused=snap.finish_reason == "interrupted"))
+        follow(chat, chat_at(chat.agent, found[0]))
+
+
+def chat_at(agent: BaseAgent, snap: SessionSnapshot) -> Chat:
+    """A chat on `snap`, where the conversation went: asking, if it paused there."""
+    return Chat.at(agent, snap, paused=snap.finish_reason == "interrupted")

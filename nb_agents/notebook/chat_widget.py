@@ -35,7 +35,7 @@ from ..render.turns import tool_outputs
 from ..responses import AgentResponse
 from ..types import AgentOutput, Message, Part
 from ._bundle import WithStaticFallback
-from .catching_up import stale_view, what_followed
+from .catching_up import chat_at, stale_view, what_followed
 from .controls import button
 from .message_box import MessageBox
 from .partial import follow
@@ -335,7 +335,7 @@ class ChatWidget(WithStaticFallback, widgets.VBox):  # type: ignore[misc]  # ipy
         if found is None or view is not self.views[-1] or self.busy:
             return
         snap, new = found
-        went = Chat.at(self.chat.agent, snap, paused=snap.finish_reason == "interrupted")
+        went = chat_at(self.chat.agent, snap)
         if went.last is not None and new:
             rows = [*(_bubble(m) for m in _with_results(new[:-1])), self._view(went.last)]
         else:

@@ -332,13 +332,17 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
     def _outcome_line(self, *, repaused: bool = False) -> str:
         return outcome_line(self, repaused=repaused)
 
-    async def _answered_elsewhere(self, *, expect: str = "sending") -> bool:
+    async def _answered_elsewhere(
+        self, *, expect: str = "sending", found: list[AuditRecord] | None = None
+    ) -> bool:
         """Whether the audit shows this turn answered already (then collapse to say so).
 
-        `expect`: the state the view must still be in once the audit is read (else it moved on).
+        `expect`: the state the view must still be in once the audit is read (else it moved on);
+        `found`: the audit's answers to this view's calls, when already read (`answers_to`).
         """
         mine = call_keys(list(self._sent))  # this view's own partial answers are not "elsewhere"
-        records = [r for r in await answers_to(self) if (r.name, r.ref) not in mine]
+        found = await answers_to(self) if found is None else found
+        records = [r for r in found if (r.name, r.ref) not in mine]
         if self.state != expect or not records:
             return False
         if {(r.name, r.ref) for r in records} < call_keys(self.forms) - mine:
@@ -357,9 +361,10 @@ class TurnView(Settling, WithStaticFallback, widgets.VBox):  # type: ignore[misc
 
     async def _taken_elsewhere(self, exc: AlreadyResumedError) -> bool:
         """The pause was taken by another answer: collapse, saying who when the audit tells."""
-        if await self._answered_elsewhere():
+        found = await answers_to(self)  # read once, for both questions below
+        if await self._answered_elsewhere(found=found):
             return True
-        if exc.by is None or self.state != "sending" or await answers_to(self):
+        if exc.by is None or self.state != "sending" or found:
             return False  # the audit knows of answers to some of these calls only: not all were taken
         # no one to name (a remote agent has no audit here, or the first answer's turn still runs)
         self.went = exc.by
