@@ -149,7 +149,7 @@ async def test_a_connection_keeps_one_heartbeat_timer_however_many_answers_it_ru
 
     def watch_timers() -> int:
         live = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
-        return sum(getattr(h._callback, "__name__", "") == "_begin" for h in live)
+        return sum(getattr(h._callback, "__name__", "") == "begin_watch" for h in live)
 
     async with agent.connect() as conn:
         for n in (1, 2):

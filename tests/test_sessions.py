@@ -413,4 +413,4 @@ async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.Sessio
     assert sent == [5]
     loop = asyncio.get_running_loop()
     timers = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
-    assert [h for h in timers if getattr(h._callback, "__name__", "") == "_begin"] == []
+    assert [h for h in timers if getattr(h._callback, "__name__", "") == "begin_watch"] == []

@@ -1,7 +1,7 @@
 """Pending rows and the heartbeat that keeps them alive.
 
 A turn that runs where its caller cannot see it (a detached turn, or a claimed
-resume) has a ``pending`` snapshot row. `keep_alive` puts it under watch: its
+resume) has a ``pending`` snapshot row. `begin_watch` puts it under watch: its
 heartbeat is refreshed so readers know the worker lives (a stale one reads
 ``expired``), and an abort written from outside (another process, the HTTP
 companion) is noticed and reported to the turn.
@@ -38,7 +38,7 @@ from .._sync import keep as spawn
 from ..stores.base import SessionStore, now_iso
 from ..types import SessionSnapshot
 
-__all__ = ["keep_alive", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
+__all__ = ["begin_watch", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 
 log = logging.getLogger("nb_agents.engine")
 
@@ -61,30 +61,21 @@ def pending_row(
     )
 
 
-def keep_alive(
-    store: SessionStore, snapshot_id: str, *, done: asyncio.Event, on_abort: Callable[[], None]
-) -> asyncio.TimerHandle:
-    """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
-    is aborted. Returns at once, with the timer that begins the watch (the caller cancels it
-    when the turn ends: nothing about the row is due then); the row is watched by its
-    store's watcher on this loop.
-
-    The watch begins a poll interval from now, when the row's first read is due: a turn
-    that ends sooner (an in-process approval turn, most often) is never watched, as nothing
-    about its row was due yet. The watch begins with a read of the row, so an abort saved
-    meanwhile is noticed then.
-    """
-    loop = asyncio.get_running_loop()
-    return loop.call_later(store.poll_interval, _begin, store, loop, snapshot_id, done, on_abort)
-
-
-def _begin(
+def begin_watch(
     store: SessionStore,
     loop: asyncio.AbstractEventLoop,
     snapshot_id: str,
     done: asyncio.Event,
     on_abort: Callable[[], None],
 ) -> None:
+    """Watch the pending row until `done` is set: refresh its heartbeat, call `on_abort` if it
+    is aborted. Its caller schedules it a poll interval after the turn began
+    (``loop.call_later(store.poll_interval, begin_watch, ...)``), when the row's first read is
+    due, and cancels that timer when the turn ends: a turn that ends sooner (an in-process
+    approval turn, most often) is never watched, as nothing about its row was due yet. The watch
+    begins with a read of the row, so an abort saved meanwhile is noticed then; the row is
+    watched by its store's watcher on this loop.
+    """
     if done.is_set():
         return  # the turn ended before anything about its row was due
     per_loop = _WATCHERS.get(loop)
@@ -129,7 +120,7 @@ class _Watcher:
         )
 
     def watch(self, snapshot_id: str, done: asyncio.Event, on_abort: Callable[[], None]) -> None:
-        """Watch a row whose turn began a poll interval ago (`keep_alive`): read it now."""
+        """Watch a row whose turn began a poll interval ago (`begin_watch`): read it now."""
         now = self.loop.time()
         row = _Row(snapshot_id, done, on_abort, now, now - self.poll + self.interval)
         old = self.rows.pop(snapshot_id, None)

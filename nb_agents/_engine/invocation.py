@@ -33,7 +33,7 @@ from ..types import (
     error_info,
 )
 from .expiry import due_parts, expiry_resume, has_deadline
-from .heartbeat import keep_alive, pending_row, spawn, watch_event
+from .heartbeat import begin_watch, pending_row, spawn, watch_event
 from .loading import PreTurnFailureError, load_session
 from .ownership import Action, visible
 from .spec import AgentSpec
@@ -307,14 +307,16 @@ class Invocation:
 
     def keep_fresh(self, snapshot_id: str) -> None:
         """Keep the turn's pending row's heartbeat fresh, and act on an abort saved to it, until the
-        invocation is over (no task: `heartbeat.keep_alive`)."""
+        invocation is over (no task: `heartbeat.begin_watch`, a poll interval from now)."""
         assert self.store is not None
         self._watching.add(snapshot_id)
         # the turns of an invocation run one at a time: the one before this has ended, and
         # nothing about its row is due (a long connection holds one timer, not one per turn)
         if self._begin_watch is not None:
             self._begin_watch.cancel()
-        self._begin_watch = keep_alive(self.store, snapshot_id, done=self.finished, on_abort=self._abort.set)
+        store, loop = self.store, asyncio.get_running_loop()
+        watch = (store, loop, snapshot_id, self.finished, self._abort.set)
+        self._begin_watch = loop.call_later(store.poll_interval, begin_watch, *watch)
 
 
 @dataclass(frozen=True, slots=True)

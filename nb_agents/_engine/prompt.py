@@ -170,11 +170,16 @@ class PromptTurn:
                 return await self._pause(ctx, model_msg)
             assert tool_msg is not None
             messages.append(tool_msg)
-            await ctx.send_chunk(ModelResponseChunk(role="tool", index=index, content=tool_msg.content))
+            chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
+            # the built-in handler's chunks are built right: straight to the sink (a handler of
+            # the user's goes through `TurnContext.send_chunk`, which checks what it sends)
+            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
             index += 1
         for _ in range(self.max_turns):
             response = await self._call_model(messages, ctx, index)
-            msg = response.resolved_message()
+            msg, reason = response.message, response.finish_reason or "unknown"
+            if response.candidates:  # the legacy shape: the first candidate says what the fields do not
+                msg, reason = response.resolved_message(), response.resolved_finish_reason()
             if msg is None:
                 raise InternalError(f"model '{self.model.name}' returned no message")
             requests = msg.tool_requests
@@ -185,7 +190,6 @@ class PromptTurn:
                 requests = msg.tool_requests
             if not requests:
                 messages.append(msg)
-                reason = response.resolved_finish_reason()
                 ctx.finish_reason = reason if reason in _MODEL_REASONS else "other"  # type: ignore[assignment]
                 return msg
             outcomes = await runner.run(requests, ctx, restarted=False)
@@ -203,7 +207,8 @@ class PromptTurn:
             messages.append(msg)
             messages.append(tool_msg)
             index += 1
-            await ctx.send_chunk(ModelResponseChunk(role="tool", index=index, content=tool_msg.content))
+            chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
+            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
             index += 1
         raise FailedPreconditionError(
             f"Exceeded maximum tool call iterations ({self.max_turns}); raise max_turns= on the agent "
@@ -212,12 +217,13 @@ class PromptTurn:
 
     async def _pause(self, ctx: TurnContext, msg: Message) -> Message:
         """End the turn paused: Genkit's synthetic ``role: tool`` chunk with every request."""
-        await ctx.send_chunk(ModelResponseChunk(role="tool", content=msg.tool_requests))
+        chunk = ModelResponseChunk(role="tool", content=msg.tool_requests)
+        await ctx._emit(AgentStreamChunk(model_chunk=chunk))
         ctx.finish_reason = "interrupted"
         return msg
 
     async def _call_model(self, messages: list[Message], ctx: TurnContext, index: int) -> GenerateResponse:
-        model = self.model
+        model = self._model if self._model is not None else self.model  # a name resolves at first use
         definitions = self._definitions
         request = GenerateRequest.model_construct(
             messages=[*self._preamble, *messages],
@@ -236,7 +242,7 @@ class PromptTurn:
                         "role": chunk.role or "model",
                     }
                 )
-            await ctx.send_chunk(AgentStreamChunk(model_chunk=chunk))
+            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
 
         call: ModelCall = lambda req: model.generate(req, on_chunk)  # noqa: E731
         for mw in reversed(self._model_wrappers):

@@ -20,7 +20,6 @@ expires, and its claim can be taken over.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NbAgentsError, StaleClaimError
@@ -33,7 +32,7 @@ from .ownership import principal_of
 if TYPE_CHECKING:
     from .turn import Turn
 
-__all__ = ["RowFields", "write_final", "write_row"]
+__all__ = ["RowFields", "write_row"]
 
 log = logging.getLogger("nb_agents.engine")
 
@@ -43,32 +42,64 @@ RowFields = dict[str, Any]
 _ATTEMPT_FIELDS = ("tool_runs", "answer")
 
 
-async def write_final(
-    store: SessionStore,
-    snapshot_id: str,
-    fields: RowFields,
-    *,
+async def write_row(
+    turn: Turn,
     status: str,
     finish: FinishReason,
-    state: SessionState | None,
+    state: SessionState,
     error: AgentErrorInfo | None,
-    audit: Sequence[AuditRecord] = (),
-    fence: Fence | None = None,
-    add_rules: Sequence[dict[str, Any]] = (),
+    *,
+    audited: bool = True,
 ) -> str:
-    """Write the turn's row, with `audit` and the session rules its answers made (`add_rules`).
+    """Write `turn`'s row, with its audit (unless not `audited`) and the per-session rules its
+    answers made, in one write.
 
-    Returns ``"written"``, ``"aborted"`` (an abort came first and won) or ``"stale"``
-    (fenced out). A write the store refuses raises the store's error, once a failed row
-    is recorded in its place if the store takes that.
+    The audit: the answers the turn ran on, what rules and policy decided, the rules it
+    made. Returns ``"written"``, ``"aborted"`` (an abort came first and won) or
+    ``"stale"`` (fenced out). A write the store refuses raises the store's error, once a
+    failed row is recorded in its place if the store takes that (`_refused`).
 
-    `fields` may hold ``tool_runs`` and ``answer``: they are kept on any row
-    but a completed one (then the abort that wins keeps them too).
+    The row keeps ``tool_runs`` and ``answer`` unless it completes (then the abort that
+    wins keeps them too).
     """
-    aborted = False
-    # only what is given: a turn that answered nothing works with stores written before `audit=` too
-    given = {"audit": audit, "fence": fence, "add_rules": add_rules}
+    inv, ctx, attempt = turn.inv, turn.ctx, turn.attempt
+    store, snapshot_id = turn.store, turn.snapshot_id
+    assert store is not None and inv.session is not None and snapshot_id is not None
+    fields: RowFields = {
+        "session_id": inv.session.session_id,
+        "parent_id": inv.parent_id,
+        "agent": inv.spec.name,
+        "owner": inv.owner,
+        "timing": observe.timing(ctx),  # when it ran, and its steps (`notebook.Timeline`)
+    }
+    # kept unless the row completes (an abort that wins over the completion keeps them)
+    if ctx is not None and ctx.tool_runs:
+        fields["tool_runs"] = list(ctx.tool_runs)
+    if turn.answering and turn.inp.resume is not None:
+        # what an explicit retry sends again; and the mark of an answer's row, so that an answer
+        # given through it is claimed on the pause it answered (`loading.answered_pause`)
+        fields["answer"] = turn.inp.resume.to_wire()
+    resume = turn.inp.resume if inv.parent_id is not None else None
+    decisions = ctx.decisions if ctx is not None else []
+    new_rules = ctx.new_rules if ctx is not None else []
+    audit: list[AuditRecord] = []
+    if audited and (resume is not None or decisions or new_rules):  # else no clock read for it
+        audit = turn_audit(
+            inv.session.session_id,
+            resume,
+            inv.parent_id,
+            snapshot_id,
+            principal=principal_of(inv.options.context),
+            decisions=decisions,
+            new_rules=new_rules,
+            requested_by=inv.owner,
+        )
+    fence = attempt if attempt is not None and attempt.child_id == snapshot_id else None
+    # only what is given: a turn that answered nothing works with stores written before `audit=` too;
+    # the rules the turn's answers made are kept when its answers are recorded
+    given = {"audit": audit, "fence": fence, "add_rules": new_rules if audit else ()}
     extra: dict[str, Any] = {k: v for k, v in given.items() if v}
+    aborted = False
 
     def mutate(cur: SessionSnapshot | None) -> SessionSnapshot:
         nonlocal aborted
@@ -101,15 +132,22 @@ async def write_final(
     except StaleClaimError:
         log.warning("turn %s lost its claim to a takeover; its result is dropped", snapshot_id)
         return "stale"
-    except Exception as exc:  # recorded below: the claim must not stay stuck
-        log.exception("the final row of turn %s could not be written", snapshot_id)
-        first = exc
-        said = exc.message if isinstance(exc, NbAgentsError) else f"{type(exc).__name__}: {exc}"
-        reason = AgentErrorInfo(
-            status=exc.status if isinstance(exc, NbAgentsError) else "INTERNAL",
-            message=f"the turn ran but its result could not be stored: {said}",
-            details={"type": type(exc).__name__, "public": "the turn ran but its result could not be stored"},
-        )
+    except Exception as exc:  # noqa: BLE001 - recorded, then raised: the claim must not stay stuck
+        return await _refused(store, snapshot_id, fields, fence, exc)
+
+
+async def _refused(
+    store: SessionStore, snapshot_id: str, fields: RowFields, fence: Fence | None, first: Exception
+) -> str:
+    """The store refused the turn's row with `first`: record a small failed row in its place
+    (fenced the same way), then raise `first`; ``"stale"`` if fenced out meanwhile."""
+    log.error("the final row of turn %s could not be written", snapshot_id, exc_info=first)
+    said = first.message if isinstance(first, NbAgentsError) else f"{type(first).__name__}: {first}"
+    reason = AgentErrorInfo(
+        status=first.status if isinstance(first, NbAgentsError) else "INTERNAL",
+        message=f"the turn ran but its result could not be stored: {said}",
+        details={"type": type(first).__name__, "public": "the turn ran but its result could not be stored"},
+    )
 
     def failed(cur: SessionSnapshot | None) -> SessionSnapshot:
         now = now_iso()
@@ -136,65 +174,3 @@ async def write_final(
             "turn %s could not record its failure either; its claim expires with its row", snapshot_id
         )
     raise first  # as the store said it: its status and message reach the caller
-
-
-async def write_row(
-    turn: Turn,
-    status: str,
-    finish: FinishReason,
-    state: SessionState,
-    error: AgentErrorInfo | None,
-    *,
-    audited: bool = True,
-) -> str:
-    """Write `turn`'s row, with its audit (unless not `audited`) and the rules its answers
-    made, in one write.
-
-    The audit: the answers the turn ran on, what rules and policy decided, the rules it
-    made. Returns what `write_final` says: written, aborted, stale (fenced out);
-    raises the store's error when it refuses the row.
-    """
-    inv, ctx, attempt = turn.inv, turn.ctx, turn.attempt
-    assert turn.store is not None and inv.session is not None and turn.snapshot_id is not None
-    fields: RowFields = {
-        "session_id": inv.session.session_id,
-        "parent_id": inv.parent_id,
-        "agent": inv.spec.name,
-        "owner": inv.owner,
-        "timing": observe.timing(ctx),  # when it ran, and its steps (`notebook.Timeline`)
-    }
-    # kept unless the row completes (an abort that wins over the completion keeps them)
-    if ctx is not None and ctx.tool_runs:
-        fields["tool_runs"] = list(ctx.tool_runs)
-    if turn.answering and turn.inp.resume is not None:
-        # what an explicit retry sends again; and the mark of an answer's row, so that an answer
-        # given through it is claimed on the pause it answered (`loading.answered_pause`)
-        fields["answer"] = turn.inp.resume.to_wire()
-    resume = turn.inp.resume if inv.parent_id is not None else None
-    decisions = ctx.decisions if ctx is not None else []
-    new_rules = ctx.new_rules if ctx is not None else []
-    audit: list[AuditRecord] = []
-    if audited and (resume is not None or decisions or new_rules):  # else no clock read for it
-        audit = turn_audit(
-            inv.session.session_id,
-            resume,
-            inv.parent_id,
-            turn.snapshot_id,
-            principal=principal_of(inv.options.context),
-            decisions=decisions,
-            new_rules=new_rules,
-            requested_by=inv.owner,
-        )
-    return await write_final(
-        turn.store,
-        turn.snapshot_id,
-        fields,
-        status=status,
-        finish=finish,
-        state=state,
-        error=error,
-        audit=audit,
-        fence=attempt if attempt is not None and attempt.child_id == turn.snapshot_id else None,
-        # the rules the turn's answers made are kept when its answers are recorded
-        add_rules=new_rules if audit else (),
-    )

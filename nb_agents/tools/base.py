@@ -236,14 +236,6 @@ class Tool:
         if self._resume_adapter is not None and raw is not None and raw is not True:
             self._resume_adapter.validate_python(raw)
 
-    def dump_output(self, value: Any) -> Any:
-        if self._output_adapter is not None and not isinstance(value, BaseModel):
-            try:
-                return self._output_adapter.dump_python(value, mode="json", by_alias=True)
-            except Exception:  # noqa: BLE001 - fall back to a generic conversion
-                return to_json_value(value)
-        return to_json_value(value)
-
     # -- running -------------------------------------------------------------
     async def invoke(self, raw_input: Any, ctx: ToolContext) -> Any:
         """Run the tool on raw JSON input; returns the JSON output.
@@ -282,7 +274,12 @@ class Tool:
                     result = await result
         except Interrupt as sig:
             raise self._with_deadline(sig) from None
-        return self.dump_output(result)
+        if self._output_adapter is not None and not isinstance(result, BaseModel):
+            try:
+                return self._output_adapter.dump_python(result, mode="json", by_alias=True)
+            except Exception:  # noqa: BLE001 - falls back to the generic conversion
+                pass
+        return to_json_value(result)
 
     def _pause_data(self, raw_input: Any) -> Any:
         meta = self._request_metadata
