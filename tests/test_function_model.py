@@ -1,4 +1,4 @@
-"""`FunctionModel(stream=True)` streams its reply word by word, as a real model does."""
+"""`FunctionModel`: it streams its reply word by word, as a real model does; the shapes of its reply a turn reads."""
 
 from __future__ import annotations
 
@@ -25,3 +25,26 @@ async def test_a_turn_that_is_not_streamed_gets_the_reply_alone() -> None:
         await nba.define_agent("a", model=FunctionModel(lambda req: "hi there", stream=True)).chat().send("x")
     )
     assert res.text == "hi there"
+
+
+async def test_a_reply_in_the_legacy_candidates_shape_is_read_from_its_first_candidate() -> None:
+    legacy = {
+        "candidates": [
+            {"message": {"role": "model", "content": [{"text": "cut short"}]}, "finishReason": "length"},
+            {"message": {"role": "model", "content": [{"text": "not this one"}]}, "finishReason": "stop"},
+        ]
+    }
+    res = await nba.define_agent("a", model=FunctionModel(lambda req: legacy)).chat().send("x")
+    assert (res.text, res.finish_reason) == ("cut short", "length")
+
+
+async def test_a_reply_that_names_no_finish_reason_ends_the_turn_as_unknown() -> None:
+    bare = {"message": {"role": "model", "content": [{"text": "hi"}]}}
+    res = await nba.define_agent("a", model=FunctionModel(lambda req: bare)).chat().send("x")
+    assert (res.text, res.finish_reason) == ("hi", "unknown")
+
+
+async def test_a_reply_with_neither_a_message_nor_candidates_fails_the_turn_naming_the_model() -> None:
+    chat = nba.define_agent("a", model=FunctionModel(lambda req: {"finishReason": "stop"}, name="m1")).chat()
+    with pytest.raises(nba.AgentError, match="model 'm1' returned no message"):
+        await chat.send("x")
