@@ -1,4 +1,4 @@
-"""`FunctionModel`: it streams its reply word by word, as a real model does; the shapes of its reply a turn reads."""
+"""`FunctionModel` streams its reply word by word, as a real model does; the reply shapes a turn reads."""
 
 from __future__ import annotations
 
