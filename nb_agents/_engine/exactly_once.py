@@ -39,11 +39,7 @@ class Attempt(Fence):
     `parent_id` is still ``(child_id, generation)``), with the `digest` of the answer it runs."""
 
     digest: str
-
-    @property
-    def idempotency_base(self) -> str:
-        """The same for every attempt at this answer (takeovers and retries included)."""
-        return hashlib.sha256(f"{self.parent_id}\n{self.digest}".encode()).hexdigest()[:32]
+    idempotency_base: str  # the same for every attempt at this answer (takeovers and retries included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +78,11 @@ async def claim_resume(
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    base = hashlib.sha256(f"{parent_id}\n{digest}".encode()).hexdigest()[:32]  # `Attempt.idempotency_base`
     while True:
         claim = await store.claim_resume(parent_id, digest, child_id, pending=pending)
         if claim is None:
-            return Attempt(parent_id, child_id, 1, digest)
+            return Attempt(parent_id, child_id, 1, digest, base)
         if claim.digest != digest:
             if partial:
                 moved = await _paused_child(store, claim.child_id, deadline)
@@ -95,7 +92,7 @@ async def claim_resume(
         snap = await store.get_snapshot(claim.child_id)
         stale = (snap is not None and snap.status == "expired") or (snap is None and loop.time() > deadline)
         if stale or (retry and snap is not None and snap.status in RETRYABLE):
-            won = await _replace(store, parent_id, claim, digest, child_id, pending)
+            won = await _replace(store, parent_id, claim, digest, base, child_id, pending)
             if won is not None:
                 return won
             continue  # someone else replaced it first: look again
@@ -111,7 +108,7 @@ async def claim_resume(
             # the claim read above may be gone by now, and then this answer is the one to run
             again = await store.claim_resume(parent_id, digest, child_id, pending=pending)
             if again is None:
-                return Attempt(parent_id, child_id, 1, digest)
+                return Attempt(parent_id, child_id, 1, digest, base)
             if again.child_id != claim.child_id:
                 continue
         if snap is not None and snap.status in TERMINAL:
@@ -137,11 +134,12 @@ async def _replace(
     parent_id: str,
     claim: ResumeClaim,
     digest: str,
+    base: str,
     child_id: str,
     pending: SessionSnapshot,
 ) -> Attempt | None:
     if await store.replace_claim(parent_id, claim, digest, child_id, pending=pending) is None:
-        return Attempt(parent_id, child_id, claim.generation + 1, digest)
+        return Attempt(parent_id, child_id, claim.generation + 1, digest, base)
     return None
 
 

@@ -32,6 +32,11 @@ This class holds what every store answers alike, on top of those:
 * every committed write of a row wakes the waiters of that row in this
   process (`._changes`); ``wait_changed`` waits there, ``on_change`` calls back.
 
+A store with shortcuts for the writes of an approval cycle (`._sqlite_fast`,
+`._pg_fast`) overrides `save_snapshot` and `claim_resume`: its shortcut
+answers as the general path would, or says `SLOW` (having written nothing),
+and then these run.
+
 A store that does not subclass it (a third-party one) only has to satisfy
 the `SessionStore` protocol; `nb_agents.testing.stores` checks either kind.
 """
@@ -119,20 +124,6 @@ class BaseSessionStore(Generic[Tx]):
         """``fn(tx, *args, **kwargs)`` in one transaction (a write one when `write`)."""
         raise NotImplementedError
 
-    # a store's shortcuts for the calls of an approval cycle (`._sqlite_fast`, `._pg_fast`):
-    # each answers as the general path would, or says `SLOW` and the general path runs
-    async def _save_fast(
-        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
-    ) -> SessionSnapshot | str | None:
-        """A save that adds no rules: what was written (None: nothing), or `SLOW`."""
-        return SLOW
-
-    async def _claim_fast(
-        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
-    ) -> ResumeClaim | str | None:
-        """A claim: None if this call won, else the current claim; or `SLOW`."""
-        return SLOW
-
     # -- the protocol ---------------------------------------------------------------
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read), or None."""
@@ -152,13 +143,7 @@ class BaseSessionStore(Generic[Tx]):
         add_rules: Sequence[dict[str, Any]] = (),
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
-        # a save that adds session rules takes the general path, which locks them too
-        done = SLOW if add_rules else await self._save_fast(snapshot_id, mutator, audit, fence)
-        written = (
-            await self._run(WRITE, _tx.save, snapshot_id, mutator, audit, fence, add_rules)
-            if isinstance(done, str)
-            else done
-        )
+        written = await self._run(WRITE, _tx.save, snapshot_id, mutator, audit, fence, add_rules)
         if written is not None and not self._changes.quiet:  # wake the row's waiters, if any
             self._changes.notify(snapshot_id)
         return written
@@ -167,11 +152,7 @@ class BaseSessionStore(Generic[Tx]):
         self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
     ) -> ResumeClaim | None:
         """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
-        claim = ResumeClaim(digest, child_id)
-        done = await self._claim_fast(snapshot_id, claim, pending)
-        won = (
-            await self._run(WRITE, _tx.claim, snapshot_id, claim, pending) if isinstance(done, str) else done
-        )
+        won = await self._run(WRITE, _tx.claim, snapshot_id, ResumeClaim(digest, child_id), pending)
         if won is None and pending is not None and not self._changes.quiet:
             self._changes.notify(child_id)
         return won

@@ -152,12 +152,28 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
-    async def _save_fast(
-        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
-    ) -> SessionSnapshot | str | None:
-        fast = FastWrites(self._recent, self._cache)
-        save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
-        return await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
+    async def save_snapshot(
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
+        done: SessionSnapshot | str | None = SLOW  # a save that adds session rules: the general path
+        if not add_rules:  # a known row in a statement or a few (`._pg_fast`)
+            fast = FastWrites(self._recent, self._cache)
+            save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
+            done = await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
+        if isinstance(done, str):  # SLOW: nothing was written; the general path decides
+            return await super().save_snapshot(
+                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
+            )
+        if done is not None and not self._changes.quiet:  # wake the row's waiters, if any
+            self._changes.notify(snapshot_id)
+        return done
 
     async def get_snapshot_to_claim(self, snapshot_id: str) -> SessionSnapshot | None:
         """`get_snapshot`, for an answer that claims the row next, in this task.
@@ -170,11 +186,17 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         snap = self._lender.lend(self._recent.copy(snapshot_id), self._cache, snapshot_id)
         return snap if snap is not None else await self.get_snapshot(snapshot_id)
 
-    async def _claim_fast(
-        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
-    ) -> ResumeClaim | str | None:
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim.
+
+        Raises `ReadAgainError` (writing nothing) when the row was answered from this
+        process's copy (`get_snapshot_to_claim`) and is no longer that.
+        """
         lent = self._lender.lent(snapshot_id)
         fast = FastWrites(self._recent, self._cache)
+        claim = ResumeClaim(digest, child_id)
         take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending, lent=lent)
         done = await anyio.to_thread.run_sync(partial(self._pool.run, take, idempotent=True))
         if lent is not None and (
@@ -183,7 +205,12 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
             self._recent.forget(snapshot_id)
             self._lender.drop(snapshot_id)
             raise ReadAgainError(f"Snapshot {snapshot_id} changed after it was read; read it again.")
-        return done if isinstance(done, str) else done[1]  # (won, the current claim): None when won
+        if isinstance(done, str):  # SLOW: the general path reads what is there (nothing was written)
+            return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
+        won = done[1]  # (won, the current claim): None when won
+        if won is None and pending is not None and not self._changes.quiet:
+            self._changes.notify(child_id)
+        return won
 
     async def _holds(self, snapshot_id: str, lent: Lent) -> bool:
         check = partial(still_holds, snapshot_id=snapshot_id, lent=lent)

@@ -48,7 +48,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import anyio.to_thread
 
 from ..types import SessionSnapshot
-from ._base import BaseSessionStore, with_effective_status
+from ._base import SLOW, BaseSessionStore, with_effective_status
 from ._changes import shared
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
@@ -157,15 +157,39 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
             return with_effective_status(got, self.heartbeat_timeout)
         return got
 
-    async def _save_fast(
-        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
-    ) -> SessionSnapshot | str | None:
-        return await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
+    async def save_snapshot(
+        self,
+        snapshot_id: str,
+        mutator: SnapshotMutator,
+        *,
+        audit: Sequence[AuditRecord] = (),
+        fence: Fence | None = None,
+        add_rules: Sequence[dict[str, Any]] = (),
+    ) -> SessionSnapshot | None:
+        """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
+        # a known row in a statement or a few (`._sqlite_fast`); a save that adds session rules takes
+        # the general path, which locks them too
+        done = (
+            SLOW if add_rules else await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
+        )
+        if isinstance(done, str):  # SLOW: nothing was written; the general path decides
+            return await super().save_snapshot(
+                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
+            )
+        if not self._changes.quiet:  # wake the row's waiters, if any
+            self._changes.notify(snapshot_id)
+        return done
 
-    async def _claim_fast(
-        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None
-    ) -> ResumeClaim | str | None:
-        return await self._call(True, self._fast.claim, snapshot_id, claim, pending)
+    async def claim_resume(
+        self, snapshot_id: str, digest: str, child_id: str, *, pending: SessionSnapshot | None = None
+    ) -> ResumeClaim | None:
+        """Claim the resume of `snapshot_id`: None if this call won, else the current claim."""
+        done = await self._call(True, self._fast.claim, snapshot_id, ResumeClaim(digest, child_id), pending)
+        if done is not None:  # SLOW: the general path reads what is there (nothing was written)
+            return await super().claim_resume(snapshot_id, digest, child_id, pending=pending)
+        if pending is not None and not self._changes.quiet:
+            self._changes.notify(child_id)
+        return None
 
     async def get_rules(self, session_id: str) -> list[dict[str, Any]]:
         """The session's approval rules as they are now, oldest first."""
