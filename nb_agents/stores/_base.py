@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Concatenate, Final, Generic, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Final, Generic, ParamSpec, Self, TypedDict, TypeVar
 
 from ..types import SessionSnapshot
 from . import _tx
@@ -65,6 +65,7 @@ __all__ = [
     "READ",
     "SLOW",
     "WRITE",
+    "SaveHow",
     "BaseSessionStore",
     "StoreTransaction",
     "apply_mutator",
@@ -76,6 +77,16 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 READ, WRITE = False, True  # the `write` argument of `_run`
+
+
+class SaveHow(TypedDict, total=False):
+    """`save_snapshot`'s keywords, as a store that overrides it passes them on (see `SessionStore`)."""
+
+    audit: Sequence[AuditRecord]
+    fence: Fence | None
+    add_rules: Sequence[dict[str, Any]]
+
+
 SLOW: Final = "slow"  # a shortcut did not apply (or did not hold): the general path runs
 
 

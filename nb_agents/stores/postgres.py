@@ -36,10 +36,10 @@ psycopg is imported here only; ``import nb_agents`` never loads it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import anyio.to_thread
 
@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'nb_agents[postgres]'") from exc
 
 from ..types import SessionSnapshot
+from ._base import SaveHow
 from ._delta import MessageCache
 from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
 from ._pg_lend import Lender, Lent, still_holds
@@ -59,7 +60,7 @@ from ._pg_pool import PgPool
 from ._pg_rows import ClaimRacedError, PgRows
 from ._pg_schema import init_schema
 from ._threaded import ThreadedSessionStore
-from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ReadAgainError, ResumeClaim, SnapshotMutator
+from .base import HEARTBEAT_TIMEOUT, ReadAgainError, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
 
@@ -153,24 +154,17 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         await anyio.to_thread.run_sync(self.close)
 
     async def save_snapshot(
-        self,
-        snapshot_id: str,
-        mutator: SnapshotMutator,
-        *,
-        audit: Sequence[AuditRecord] = (),
-        fence: Fence | None = None,
-        add_rules: Sequence[dict[str, Any]] = (),
+        self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
         done: SessionSnapshot | str | None = SLOW  # a save that adds session rules: the general path
-        if not add_rules:  # a known row in a statement or a few (`._pg_fast`)
+        if not how.get("add_rules"):  # a known row in a statement or a few (`._pg_fast`)
             fast = FastWrites(self._recent, self._cache)
+            audit, fence = how.get("audit", ()), how.get("fence")
             save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
             done = await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
-            return await super().save_snapshot(
-                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
-            )
+            return await super().save_snapshot(snapshot_id, mutator, **how)
         if done is not None and not self._changes.quiet:  # wake the row's waiters, if any
             self._changes.notify(snapshot_id)
         return done

@@ -40,21 +40,21 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import anyio.to_thread
 
 from ..types import SessionSnapshot
-from ._base import SLOW, BaseSessionStore, with_effective_status
+from ._base import SLOW, BaseSessionStore, SaveHow, with_effective_status
 from ._changes import shared
 from ._sqlite_fast import Fast
 from ._sqlite_rows import Rows
 from ._sqlite_schema import init_schema
 from ._sqlite_writes import file_writes
-from .base import HEARTBEAT_TIMEOUT, AuditRecord, Fence, ResumeClaim, SnapshotMutator
+from .base import HEARTBEAT_TIMEOUT, ResumeClaim, SnapshotMutator
 
 __all__ = ["SqliteSessionStore"]
 
@@ -158,24 +158,17 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         return got
 
     async def save_snapshot(
-        self,
-        snapshot_id: str,
-        mutator: SnapshotMutator,
-        *,
-        audit: Sequence[AuditRecord] = (),
-        fence: Fence | None = None,
-        add_rules: Sequence[dict[str, Any]] = (),
+        self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]
     ) -> SessionSnapshot | None:
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
         # a known row in a statement or a few (`._sqlite_fast`); a save that adds session rules takes
         # the general path, which locks them too
-        done = (
-            SLOW if add_rules else await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
-        )
+        done: SessionSnapshot | str = SLOW
+        if not how.get("add_rules"):
+            audit, fence = how.get("audit", ()), how.get("fence")
+            done = await self._call(True, self._fast.save, snapshot_id, mutator, audit, fence)
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
-            return await super().save_snapshot(
-                snapshot_id, mutator, audit=audit, fence=fence, add_rules=add_rules
-            )
+            return await super().save_snapshot(snapshot_id, mutator, **how)
         if not self._changes.quiet:  # wake the row's waiters, if any
             self._changes.notify(snapshot_id)
         return done
