@@ -314,9 +314,16 @@ class Invocation:
         # nothing about its row is due (a long connection holds one timer, not one per turn)
         if self._begin_watch is not None:
             self._begin_watch.cancel()
-        store, loop = self.store, asyncio.get_running_loop()
-        watch = (store, loop, snapshot_id, self.finished, self._abort.set)
-        self._begin_watch = loop.call_later(store.poll_interval, begin_watch, *watch)
+        loop = asyncio.get_running_loop()
+        self._begin_watch = loop.call_later(
+            self.store.poll_interval,
+            begin_watch,
+            self.store,
+            loop,
+            snapshot_id,
+            self.finished,
+            self._abort.set,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,7 +132,7 @@ class FunctionModel:
             out = await out
         if isinstance(out, str):
             out = {"message": {"role": "model", "content": [{"text": out}]}, "finishReason": "stop"}
-        response = out if isinstance(out, GenerateResponse) else GenerateResponse.model_validate(out)
+        response = _response(out)
         if self.stream and on_chunk is not None and response.message is not None:
             for part in response.message.content:
                 for word in re.findall(r"\s*\S+\s*|\s+", part.text or ""):
