@@ -151,10 +151,24 @@ class LabServer:
 
     def shutdown_kernels(self) -> None:
         """End every session and kernel, so the next test starts from none."""
-        for session in self.api("GET", "/api/sessions"):
+        for session in self._list("/api/sessions"):
             self._http.delete(f"/api/sessions/{session['id']}")
-        for kernel in self.api("GET", "/api/kernels"):
+        for kernel in self._list("/api/kernels"):
             self._http.delete(f"/api/kernels/{kernel['id']}")
+
+    def _list(self, path: str, timeout: float = 30) -> Any:
+        """GET a listing, waiting out the 500 jupyter_server answers while a kernel is still starting.
+
+        A kernel is in the manager's table before its launch has finished, and its model (its
+        ``last_activity``) only exists afterwards: listing in that window fails on the server.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self._http.get(path)
+            if response.status_code < 500 or time.monotonic() > deadline:
+                response.raise_for_status()
+                return response.json()
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Shut down kernels and the server (politely, then by force)."""
