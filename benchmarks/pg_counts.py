@@ -7,11 +7,13 @@ fresh server process on it, driven over HTTP by the S5 load generator in
 ``--cycles`` mode (every client does exactly that many cycles, no re-sends):
 
 1. a warm-up (one JSON and one SSE cycle: the pool's first connections, the
-   schema, the LISTEN connection), then 10.5 s idle, so that every backend has
-   flushed its statistics (PostgreSQL 15 flushes an idle backend's counters
-   after 10 s; a backend that exits flushes at once);
+   schema, the LISTEN connection; then one cycle per client at the measured
+   concurrency, which opens the rest of the pool), then 10.5 s idle, so that
+   every backend has flushed its statistics (PostgreSQL 15 flushes an idle
+   backend's counters after 10 s; a backend that exits flushes at once);
 2. one JSON cycle, then one SSE cycle, then ``clients`` x ``cycles`` cycles
-   concurrently (half of the clients streaming); before each,
+   concurrently (half of the clients streaming), then twice as many (what a
+   cycle adds is the difference: `marginal`); before each,
    ``pg_stat_statements_reset()``; after each, idle again (or, for the last,
    the server stopped), then the statements (``pg_stat_statements``: calls by
    normalized text, ``BEGIN``/``COMMIT``/``ROLLBACK`` included) and the
@@ -69,16 +71,19 @@ def per_cycle(counts: dict[str, Any], before: dict[str, Any], cycles: int) -> di
     total = sum(stmts.values())
     tx = counts["transactions"] - before["transactions"]
     conns = counts["connections"] - before["connections"]
+    rollbacks = counts["rollbacks"] - before["rollbacks"]
     return {
         "cycles": cycles,
         "statements": total,
         "statements_without_begin_commit": total - control,
         "transactions": tx,
+        "rolled_back": rollbacks,
         "connections_opened": conns,
         "per_cycle": {
             "statements": round(total / cycles, 2),
             "statements_without_begin_commit": round((total - control) / cycles, 2),
             "transactions": round(tx / cycles, 2),
+            "rolled_back": round(rollbacks / cycles, 3),
             "connections_opened": round(conns / cycles, 3),
         },
         "by_statement": [
@@ -100,8 +105,14 @@ def measure(pg: s5_pg.Postgres, kind: str, work: str, clients: int, cycles: int)
         server.wait_ready()
         for sse in ("none", "all"):
             completed += drive(server, 1, 1, sse, f"warm{sse}")["completed_cycle_ids"]
+        # and one cycle per client at the measured concurrency: the pool opens its connections
+        # now (a backend's start-up runs transactions of its own, which are no cycle's cost)
+        completed += drive(server, clients, 1, "half", "warmhalf")["completed_cycle_ids"]
         plan = [("one_json_cycle", 1, 1, "none"), ("one_sse_cycle", 1, 1, "all")]
+        # twice: what a cycle adds is the difference (PostgreSQL counts about one transaction more
+        # per backend in a measurement, whatever the number of cycles: see `marginal`)
         plan.append((f"{clients}x{cycles}_cycles_concurrent", clients, cycles, "half"))
+        plan.append((f"{clients}x{2 * cycles}_cycles_concurrent", clients, 2 * cycles, "half"))
         for label, n_clients, n_cycles, sse in plan:
             time.sleep(FLUSH_S)
             before = pg.counts(db)
@@ -117,9 +128,29 @@ def measure(pg: s5_pg.Postgres, kind: str, work: str, clients: int, cycles: int)
             print(f"[bench] pg counts {kind:<9} {label:<26} {brief(out[label])}", flush=True)
     finally:
         server.stop()
+    out["marginal"] = marginal(out[plan[-2][0]], out[plan[-1][0]])
     out["exactly_once"] = check_ledger(ledger, completed, 0)
     out["status"] = "ok" if out["exactly_once"]["ok"] else "check_failed"
     return out
+
+
+def marginal(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
+    """What one more cycle costs: the difference of two concurrent runs, per cycle of the difference.
+
+    A measurement's transactions (pg_stat_database) exceed its statements' by about one per backend
+    that was open in it, however many cycles ran: 1,600 autocommit INSERTs from 8 connections, and
+    nothing else, count 1,608 (the floor's 50 x 4 reads 2.02 a cycle, nb_agents' 3.04 with exactly 3
+    statements a cycle). The difference of a run and one twice as long leaves that out.
+    """
+    cycles = long["cycles"] - short["cycles"]
+    keys = ("statements", "statements_without_begin_commit", "transactions", "rolled_back")
+    extra = {k: long[k] - short[k] for k in keys}
+    return {
+        "cycles": cycles,
+        **extra,
+        "per_cycle": {k: round(v / cycles, 2) for k, v in extra.items()},
+        "note": f"{long['cycles']} cycles minus {short['cycles']}",
+    }
 
 
 def brief(m: dict[str, Any]) -> str:
@@ -127,7 +158,8 @@ def brief(m: dict[str, Any]) -> str:
     return (
         f"{m['cycles']} cycle(s): {pc['statements']} statements/cycle "
         f"({pc['statements_without_begin_commit']} without BEGIN/COMMIT), "
-        f"{pc['transactions']} transactions/cycle, {pc['connections_opened']} connections opened/cycle"
+        f"{pc['transactions']} transactions/cycle ({m['rolled_back']} rolled back), "
+        f"{pc['connections_opened']} connections opened/cycle"
     )
 
 

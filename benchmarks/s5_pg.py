@@ -98,15 +98,17 @@ class Postgres:
 
     def counts(self, dbname: str) -> dict[str, Any]:
         """Statements since `reset_counts` in `dbname` (calls by normalized text), and its transactions
-        (committed + rolled back) and connections (sessions) so far, as its statistics hold them once
-        flushed."""
+        (committed + rolled back; and the rolled back alone) and connections (sessions) so far, as
+        its statistics hold them once flushed."""
         rows = self._admin(
             "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
             "WHERE d.datname = %s ORDER BY s.calls DESC, s.query",
             (dbname,),
         )
         xact = self._admin(
-            "SELECT xact_commit + xact_rollback, sessions FROM pg_stat_database WHERE datname = %s", (dbname,)
+            "SELECT xact_commit + xact_rollback, sessions, xact_rollback FROM pg_stat_database "
+            "WHERE datname = %s",
+            (dbname,),
         )
         statements: dict[str, int] = {}
         for query, calls in rows:  # one text may have several entries (per user, top level or not)
@@ -115,6 +117,7 @@ class Postgres:
             "statements": statements,
             "transactions": int(xact[0][0]) if xact else 0,
             "connections": int(xact[0][1]) if xact else 0,
+            "rollbacks": int(xact[0][2]) if xact else 0,
         }
 
     def store_url(self) -> str:
