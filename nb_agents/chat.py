@@ -22,7 +22,7 @@ from ._sync import Signal, twin
 from .errors import AgentError, AlreadyResumedError, FailedPreconditionError, strip_status_prefix
 from .inputs import InputLike, as_input, call_options, make_init
 from .interrupts import AgentInterrupt
-from .responses import AgentChunk, AgentResponse
+from .responses import AgentChunk, AgentResponse, LatestResponse
 from .turns import DONE, AgentTurn, DetachedTask, SyncAgentTurn, sync_turn
 from .types import (
     AgentInit,
@@ -70,6 +70,8 @@ class Chat:
         >>> res = chat.resume_sync(respond=[res.interrupts[0].respond({"approved": True})])  # doctest: +SKIP
     """
 
+    last = LatestResponse()  # the latest turn's response (None before one), held weakly
+
     def __init__(
         self,
         agent: AgentEndpoint,
@@ -85,7 +87,7 @@ class Chat:
         self.custom: Any = self._state.custom if self._state is not None else None
         self.messages: list[Message] = list(self._state.messages) if self._state is not None else []
         self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
-        self.last: AgentResponse | None = None
+        self.last = None
         self._abort_current: Signal | None = None  # the turn in flight, for abort()
         self._last_resume: ToolResume | None = None  # what `retry` sends again
 
@@ -103,8 +105,9 @@ class Chat:
                     message=state.messages[-1], finish_reason="interrupted",
                     snapshot_id=snap.snapshot_id, session_id=session_id,
                 )  # fmt: skip
-                chat.last = AgentResponse(out, custom=state.custom, chat=chat)
-                chat.last.messages = list(chat.messages)
+                last = AgentResponse(out, custom=state.custom, chat=chat)
+                last.messages = list(chat.messages)
+                chat.last = last
         return chat
 
     @property

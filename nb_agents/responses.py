@@ -11,6 +11,7 @@ defined with the answer builders in `nb_agents.interrupts`, re-exported here),
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -191,3 +192,34 @@ class AgentChunk(_Parts):
             k for k in ("model_chunk", "custom_patch", "artifact", "turn_end") if getattr(self, k) is not None
         )
         return f"AgentChunk({kind}, text={self.text!r})"
+
+
+class LatestResponse:
+    """``Chat.last``: the response of a chat's latest turn, held weakly.
+
+    The response holds its chat (what a form resumes through); a chat that held
+    its response too would make the pair a reference cycle, which only Python's
+    cycle collector frees (and a chat per conversation turns that into collector
+    work on every turn). So the chat keeps what the response is made of and a
+    weak reference to it: while anything holds the response, ``chat.last`` is
+    that object; once nothing does, it is made again, the same, from those parts.
+    """
+
+    def __get__(self, chat: Any, owner: type | None = None) -> AgentResponse | None:
+        held = chat.__dict__.get("_latest")
+        if held is None:
+            return None
+        res: AgentResponse | None = held[0]()
+        if res is None:  # nothing else held it: the same response again, from its parts
+            raw, custom, maker, messages = held[1]
+            res = AgentResponse(raw, custom=custom, chat=chat if maker is None else maker)
+            res.messages = list(messages)
+            chat.__dict__["_latest"] = (weakref.ref(res), held[1])
+        return res
+
+    def __set__(self, chat: Any, res: AgentResponse | None) -> None:
+        if res is None:
+            chat.__dict__["_latest"] = None
+            return
+        maker = None if res.chat is chat else res.chat  # its own chat is not held twice (a cycle)
+        chat.__dict__["_latest"] = (weakref.ref(res), (res.raw, res.custom, maker, res.messages))

@@ -7,6 +7,7 @@ import asyncio
 import gc
 import sqlite3
 import threading
+import weakref
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -401,6 +402,47 @@ async def test_a_call_that_returned_leaves_its_invocation_to_reference_counting(
         gc.enable()
     assert sent == [5]
     assert after_send == [] and after_resume == []
+
+
+async def test_a_chat_dropped_after_its_turns_is_freed_by_reference_counting(
+    store: nba.SessionStore,
+) -> None:
+    # the response holds its chat (a form resumes through it) and the chat its latest response:
+    # held both ways, a chat per conversation left both to the cycle collector on every turn
+    agent, sent = approval_agent(store)
+    gc.collect()
+    gc.disable()
+    try:
+        chat = agent.chat()
+        paused = await chat.send("pay 5")
+        done = await chat.resume(restart=[paused.interrupts[0].restart(resumed=True)])
+        gone = weakref.ref(chat)
+        del chat, paused, done
+        left = gone()
+    finally:
+        gc.enable()
+    assert sent == [5]
+    assert left is None
+
+
+async def test_chat_last_is_the_response_while_held_and_the_same_again_when_not(
+    store: nba.SessionStore,
+) -> None:
+    agent, sent = approval_agent(store)
+    chat = agent.chat()
+    paused = await chat.send("pay 5")
+    assert chat.last is paused  # the very object, while the caller holds it
+    paused.messages.append(nba.Message(role="user", content=[nba.Part(text="a note of the caller's")]))
+    ref, held = paused.interrupts[0].ref, list(paused.messages)
+    del paused
+    again = chat.last  # nothing held it: made again from what the turn returned
+    assert again is not None and again.chat is chat and chat.last is again
+    assert again.finish_reason == "interrupted" and [i.ref for i in again.interrupts] == [ref]
+    assert again.messages == held and again.snapshot_id == chat.snapshot_id
+    done = await chat.resume(restart=[again.interrupts[0].restart(resumed=True)])
+    assert sent == [5] and chat.last is done and done.text
+    chat.last = None
+    assert chat.last is None
 
 
 async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.SessionStore) -> None:

@@ -157,6 +157,7 @@ async def _fork_chat(view: TurnView) -> Chat:
         return forked
     assert res.state is not None
     copy = Chat(agent, state=res.state.model_copy(deep=True))
-    copy.last = AgentResponse(res.raw, custom=res.custom, chat=copy)
-    copy.last.messages = list(res.messages)
+    last = AgentResponse(res.raw, custom=res.custom, chat=copy)
+    last.messages = list(res.messages)
+    copy.last = last
     return copy
