@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ._display import bundle, show
 from .errors import FailedPreconditionError
@@ -205,7 +205,13 @@ class LatestResponse:
     that object; once nothing does, it is made again, the same, from those parts.
     """
 
-    def __get__(self, chat: Any, owner: type | None = None) -> AgentResponse | None:
+    @overload
+    def __get__(self, chat: None, owner: type) -> LatestResponse: ...
+    @overload
+    def __get__(self, chat: object, owner: type | None = None) -> AgentResponse | None: ...
+    def __get__(self, chat: Any, owner: type | None = None) -> AgentResponse | LatestResponse | None:
+        if chat is None:
+            return self  # looked up on the class (help(), documentation tools)
         held = chat.__dict__.get("_latest")
         if held is None:
             return None

@@ -443,6 +443,7 @@ async def test_chat_last_is_the_response_while_held_and_the_same_again_when_not(
     assert sent == [5] and chat.last is done and done.text
     chat.last = None
     assert chat.last is None
+    assert "held weakly" in (type(chat).last.__doc__ or "")  # on the class: the descriptor, documented
 
 
 async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.SessionStore) -> None:
