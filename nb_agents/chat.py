@@ -87,7 +87,6 @@ class Chat:
         self.custom: Any = self._state.custom if self._state is not None else None
         self.messages: list[Message] = list(self._state.messages) if self._state is not None else []
         self.artifacts: list[Artifact] = list(self._state.artifacts) if self._state is not None else []
-        self.last = None
         self._abort_current: Signal | None = None  # the turn in flight, for abort()
         self._last_resume: ToolResume | None = None  # what `retry` sends again
 
