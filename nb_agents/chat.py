@@ -152,7 +152,8 @@ class Chat:
             self._abort_current = None
             if queue is not None:
                 await queue.put(DONE)
-        if tools_ran and out.state is None and out._history is None and out.snapshot_id:
+        history = out.__pydantic_private__["_history"]  # a private attribute at a dict's cost
+        if tools_ran and out.state is None and history is None and out.snapshot_id:
             out._history = await self._stored_history(out)
         return self._absorb(inp, out, custom)
 
@@ -195,8 +196,8 @@ class Chat:
         else:
             if out.finish_reason == "aborted":
                 pass  # an aborted turn changed nothing the chat continues from
-            elif out._history is not None:
-                self.messages = list(out._history)  # the stored history, tool rounds included
+            elif (history := out.__pydantic_private__["_history"]) is not None:
+                self.messages = list(history)  # the stored history, tool rounds included
             else:
                 if inp.message is not None:
                     self.messages.append(inp.message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import InvalidArgumentError
-from .types import AgentInit, AgentInput, CallOptions, Message, Part, SessionState
+from .types import AgentInit, AgentInput, CallOptions, Message, SessionState
 
 __all__ = ["InputLike", "as_input", "call_options", "make_init"]
 
@@ -25,7 +25,8 @@ def as_input(value: InputLike | None) -> AgentInput:
     if isinstance(value, Message):
         return AgentInput(message=value)
     if isinstance(value, str) or value is None:
-        return AgentInput(message=Message(role="user", content=[Part(text=value or "")]))
+        # one validation of the whole input, not one construction per model in it
+        return AgentInput.model_validate({"message": {"role": "user", "content": [{"text": value or ""}]}})
     if isinstance(value, dict):
         return AgentInput.model_validate(value)
     raise TypeError(f"send() takes a str, a Message or an AgentInput, got {type(value).__name__}")

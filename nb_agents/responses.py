@@ -88,7 +88,8 @@ class AgentResponse(_Parts):
         self.custom = raw.state.custom if raw.state is not None else custom
         self.artifacts: list[Artifact] = list(raw.artifacts or [])
         self.error = raw.error
-        known = raw.state.messages if raw.state is not None else raw._history
+        # a private attribute at a dict's cost (`AgentOutput.__pydantic_private__`)
+        known = raw.state.messages if raw.state is not None else raw.__pydantic_private__["_history"]
         self.messages: list[Message] = list(known) if known is not None else []
 
     @property

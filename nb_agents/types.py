@@ -17,7 +17,7 @@ import json
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 from pydantic.alias_generators import to_camel
@@ -289,6 +289,10 @@ class AgentOutput(WireModel):
     # In-process only too: this output replays what the same answer, sent before, came to
     # (exactly once: nothing ran for this call); a form then reads who answered (`TurnView`)
     _replayed: bool = PrivateAttr(default=False)
+    if TYPE_CHECKING:
+        # always set on a built output: the hot paths read it (a dict lookup), not the private
+        # attributes (pydantic's ``__getattr__``, which raises and catches an AttributeError)
+        __pydantic_private__: dict[str, Any]
 
     def interrupts(self) -> list[Part]:
         """The interrupt parts of the output message."""
