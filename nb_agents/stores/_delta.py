@@ -100,15 +100,38 @@ def messages_json(messages: Sequence[Message]) -> bytes:
 
 def detached(snap: SessionSnapshot) -> SessionSnapshot:
     """A copy of `snap` with lists of its own; the messages and artifacts in them are
-    shared (values nobody changes in place), so a copy costs a pointer per message."""
-    copy = snap.model_copy()
-    if snap.state is not None:
-        state = snap.state.model_copy()
+    shared (values nobody changes in place), so a copy costs a pointer per message.
+
+    Built as pydantic's own shallow copy builds a model (its four slots set on a new
+    instance), without its per-slot `copy.copy` calls: a store copies a row on every
+    read and write, and this is two fifths cheaper than ``model_copy``.
+    """
+    fields = snap.__dict__.copy()
+    models: list[tuple[BaseModel, dict[str, Any]]] = [(snap, fields)]
+    state = snap.state
+    if state is not None:
+        inner = state.__dict__.copy()
         # set as `model_copy(update=...)` sets fields, without marking them set
-        state.__dict__["messages"] = list(snap.state.messages)
-        state.__dict__["artifacts"] = list(snap.state.artifacts)
-        copy.__dict__["state"] = state
-    return copy
+        inner["messages"] = list(state.messages)
+        inner["artifacts"] = list(state.artifacts)
+        models.append((state, inner))
+    made: list[Any] = []
+    for model, values in models:
+        copy = _new(type(model))
+        _set(copy, "__dict__", values)
+        _set(copy, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+        extra, private = model.__pydantic_extra__, model.__pydantic_private__
+        _set(copy, "__pydantic_extra__", None if extra is None else dict(extra))
+        _set(copy, "__pydantic_private__", None if private is None else dict(private))
+        made.append(copy)
+    if state is not None:
+        fields["state"] = made[1]
+    copied: SessionSnapshot = made[0]
+    return copied
+
+
+_new = object.__new__
+_set = object.__setattr__  # a model's slots, as pydantic sets them (its `__setattr__` validates fields)
 
 
 def load_messages(text: str | bytes | None) -> list[Message]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -23,7 +25,7 @@ from nb_agents.stores._sqlite_codec import (
     unpack_state,
     unpack_tail,
 )
-from nb_agents.stores.base import AuditRecord
+from nb_agents.stores.base import AuditRecord, now_iso
 from nb_agents.types import Message, SessionSnapshot, SessionState
 
 UUID = "8a3f2c3e-5b1d-4c0e-9f1a-2b3c4d5e6f70"
@@ -87,6 +89,21 @@ def test_times_read_back_exactly(value: str, compact: bool) -> None:
     assert isinstance(stored, int) == compact
     assert decode_time(stored) == value
     assert encode_time(None) is None and decode_time(None) is None
+
+
+def test_the_time_a_row_is_stamped_with_is_now_and_stored_compactly() -> None:
+    """`now_iso` keeps the text of the last millisecond asked for: it still tells the time."""
+    stamps = []
+    for _ in range(3):
+        before = datetime.now(UTC)
+        stamp = now_iso()
+        after = datetime.now(UTC)
+        stamps.append(stamp)
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= at <= after
+        assert isinstance(encode_time(stamp), int) and decode_time(encode_time(stamp)) == stamp
+        time.sleep(0.003)
+    assert stamps == sorted(stamps) and len(set(stamps)) == 3
 
 
 def test_digests_read_back_exactly() -> None:

@@ -278,3 +278,33 @@ async def test_sqlite_rewriting_a_base_row_keeps_its_children(tmp_path: Path) ->
         c = await fresh.get_snapshot("c")
     assert c is not None and c.state is not None and len(c.state.messages) == 6
     store.close()
+
+
+@pytest.mark.parametrize("with_state", [True, False])
+def test_a_detached_copy_is_equal_and_shares_nothing_a_caller_changes(with_state: bool) -> None:
+    """What stores hand out and keep (`_delta.detached`): equal on the wire and in what was set,
+    unknown fields kept, and its lists, its state and its unknown fields its own."""
+    from nb_agents.stores._delta import detached
+
+    wire = {"snapshotId": "a", "status": "completed", "someday": {"x": 1}}
+    if with_state:
+        wire["state"] = {"messages": [{"role": "user", "content": [{"text": "hi"}]}], "custom": {"n": 1}}
+    original = SessionSnapshot.model_validate(wire)
+    copy = detached(original)
+    assert type(copy) is SessionSnapshot and copy is not original
+    assert copy.to_wire() == original.to_wire() and copy == original
+    assert copy.model_fields_set == original.model_fields_set
+    copy.model_fields_set.add("error")
+    assert copy.__pydantic_extra__ is not None and copy.__pydantic_extra__ == {"someday": {"x": 1}}
+    copy.__pydantic_extra__["later"] = 2
+    copy.status = "failed"
+    if with_state:
+        assert copy.state is not None and original.state is not None and copy.state is not original.state
+        assert copy.state.model_fields_set == original.state.model_fields_set
+        copy.state.messages.append(Message.model_validate({"role": "model", "content": [{"text": "x"}]}))
+        copy.state.artifacts.append(original.state.messages[0])  # type: ignore[arg-type]
+        copy.state.custom = {"n": 2}
+    else:
+        assert copy.state is None
+    assert original.to_wire() == SessionSnapshot.model_validate(wire).to_wire()
+    assert "error" not in original.model_fields_set and "later" not in (original.__pydantic_extra__ or {})
