@@ -89,15 +89,9 @@ class ReadAgainError(AbortedError):
 
 
 def now_iso() -> str:
-    """The current UTC time as ISO 8601 with milliseconds and a ``Z``.
-
-    A turn asks for it several times within one millisecond: the text of the
-    last millisecond asked for is kept (one tuple, swapped whole: a reader in
-    another thread sees one or the other), so a repeat costs a clock read.
-    """
+    """The current UTC time as ISO 8601 with milliseconds and a ``Z`` (a repeat in the same ms: kept)."""
     global _NOW
-    ms = time.time_ns() // 1_000_000
-    last = _NOW
+    ms, last = time.time_ns() // 1_000_000, _NOW
     if last[0] != ms:
         t = time.gmtime(ms // 1000)
         text = f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
@@ -105,7 +99,7 @@ def now_iso() -> str:
     return last[1]
 
 
-_NOW = (-1, "")  # (the millisecond, its `now_iso` text)
+_NOW = (-1, "")  # (a millisecond, its text): a turn stamps several; one tuple, swapped whole
 
 
 def _parse(ts: str) -> datetime:
