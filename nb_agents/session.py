@@ -141,6 +141,9 @@ class TurnContext:
         tools_started: Set when the turn started a tool (a side effect may have happened).
         config: This call's model settings (``chat.send(..., config=)``), or None.
         finish_reason: Set it to end the turn with another reason than ``stop``.
+        streaming: Whether anyone receives the turn's chunks (a JSON request, or a bare
+            ``agent.invoke`` without ``on_chunk``, has nobody): a chunk costly to build
+            need not be built when it is False.
     """
 
     def __init__(
@@ -156,6 +159,7 @@ class TurnContext:
     ) -> None:
         self.session = session
         self._emit = emit
+        self.streaming = emit is not _drop
         # the session's turn begins: its changes stream to `emit`, the first patch replacing the
         # document, until the turn ends (`_end`)
         session._emit = emit
@@ -188,6 +192,7 @@ class TurnContext:
         holds the emitter, which holds the invocation that holds the session: freed when its call
         returns, not by a collection of reference cycles."""
         self._emit = self.session._emit = _drop
+        self.streaming = False
 
     async def send_chunk(self, chunk: AgentStreamChunk | ModelResponseChunk | dict[str, Any]) -> None:
         """Stream a chunk to the caller (a model chunk, or a whole stream chunk)."""

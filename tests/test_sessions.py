@@ -457,3 +457,45 @@ async def test_an_answered_turn_lets_go_of_its_heartbeat_timer(store: nba.Sessio
     loop = asyncio.get_running_loop()
     timers = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
     assert [h for h in timers if getattr(h._callback, "__name__", "") == "begin_watch"] == []
+
+
+async def test_a_turn_nobody_streams_builds_no_chunks_and_ends_the_same() -> None:
+    """`ctx.streaming` says whether anyone receives a turn's chunks: `agent.invoke` without
+    `on_chunk` (a JSON request) has nobody, and a prompt agent's turn ends the same either way."""
+    seen: list[bool] = []
+
+    async def handler(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+        seen.append(ctx.streaming)
+        await ctx.send_chunk({"role": "model", "content": [{"text": "hi"}]})
+        return "done"
+
+    custom = nba.define_custom_agent("streams", handler)
+    got: list[nba.AgentStreamChunk] = []
+
+    async def collect(chunk: nba.AgentStreamChunk) -> None:
+        got.append(chunk)
+
+    message = nba.AgentInput.model_validate({"message": {"role": "user", "content": [{"text": "x"}]}})
+    quiet = await custom.invoke(message, nba.AgentInit())
+    loud = await custom.invoke(message, nba.AgentInit(), on_chunk=collect)
+    assert seen == [False, True]
+    assert quiet.message == loud.message and quiet.finish_reason == loud.finish_reason == "stop"
+    assert [c.turn_end is not None for c in got] == [False, True]  # the handler's chunk, then the end
+
+    @nba.tool(name="transfer")
+    async def transfer(amount: int) -> str:
+        raise nba.Interrupt({"details": f"send {amount}?"})
+
+    def model(req: nba.GenerateRequest) -> dict[str, Any]:
+        return tool_call_response(("transfer", "t1", {"amount": 5}))
+
+    outputs = []
+    for sink in (None, collect):
+        agent = nba.define_agent("bank", model=FunctionModel(model), tools=[transfer])
+        got.clear()
+        outputs.append(await agent.invoke(message, nba.AgentInit(), on_chunk=sink))
+    assert outputs[0].finish_reason == outputs[1].finish_reason == "interrupted"
+    assert outputs[0].message == outputs[1].message and outputs[0].interrupts()
+    assert got[-1].turn_end is not None and got[-1].turn_end.finish_reason == "interrupted"
+    pause = got[-2].model_chunk
+    assert pause is not None and pause.role == "tool" and pause.content == outputs[1].interrupts()

@@ -170,10 +170,11 @@ class PromptTurn:
                 return await self._pause(ctx, model_msg)
             assert tool_msg is not None
             messages.append(tool_msg)
-            chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
-            # the built-in handler's chunks are built right: straight to the sink (a handler of
-            # the user's goes through `TurnContext.send_chunk`, which checks what it sends)
-            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
+            if ctx.streaming:
+                chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
+                # the built-in handler's chunks are built right: straight to the sink (a handler of
+                # the user's goes through `TurnContext.send_chunk`, which checks what it sends)
+                await ctx._emit(AgentStreamChunk(model_chunk=chunk))
             index += 1
         for _ in range(self.max_turns):
             response = await self._call_model(messages, ctx, index)
@@ -207,8 +208,9 @@ class PromptTurn:
             messages.append(msg)
             messages.append(tool_msg)
             index += 1
-            chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
-            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
+            if ctx.streaming:
+                chunk = ModelResponseChunk(role="tool", index=index, content=tool_msg.content)
+                await ctx._emit(AgentStreamChunk(model_chunk=chunk))
             index += 1
         raise FailedPreconditionError(
             f"Exceeded maximum tool call iterations ({self.max_turns}); raise max_turns= on the agent "
@@ -217,8 +219,9 @@ class PromptTurn:
 
     async def _pause(self, ctx: TurnContext, msg: Message) -> Message:
         """End the turn paused: Genkit's synthetic ``role: tool`` chunk with every request."""
-        chunk = ModelResponseChunk(role="tool", content=msg.tool_requests)
-        await ctx._emit(AgentStreamChunk(model_chunk=chunk))
+        if ctx.streaming:
+            chunk = ModelResponseChunk(role="tool", content=msg.tool_requests)
+            await ctx._emit(AgentStreamChunk(model_chunk=chunk))
         ctx.finish_reason = "interrupted"
         return msg
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
 from ..notify import fire
-from ..session import TurnContext, as_message, last_model
+from ..session import TurnContext, _drop, as_message, last_model
 from ..stores.base import ReadAgainError
 from ..types import (
     AgentInput,
@@ -209,10 +209,9 @@ class Turn:
         assert session is not None
         if inp.message is not None:
             session.messages.append(inp.message)
-        emit = inv._emit
         ctx = TurnContext(
             session=session,
-            emit=emit,
+            emit=inv._emit if inv._on_chunk is not None else _drop,  # `ctx.streaming`: anyone listens
             abort_signal=inv._abort,
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=inv.parent_id,
@@ -303,7 +302,8 @@ class Turn:
             inv.parent_id = snapshot_id
             if finish == "interrupted" and inv.spec.on_pause is not None:
                 fire(inv.spec.on_pause, pause_event(inv.spec.name, inv.session, snapshot_id, inv.owner))
-        await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
+        if inv._on_chunk is not None:  # nobody streams (a JSON request): no chunk to build
+            await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         out = inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
         out._timing = observe.timing(ctx)  # in-process, also without a store (`notebook.Timeline`)
         return out
