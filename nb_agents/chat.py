@@ -119,6 +119,8 @@ class Chat:
     ) -> AgentResponse:
         """Run one turn; chunks go to `queue` (None: nobody streams, only patches count)."""
         self._abort_current = abort
+        if queue is None:  # the turn need not build what only a stream shows (`CallOptions.stream`)
+            options = CallOptions(options.config, options.context, stream=False)
         text = ""
         custom = copy.deepcopy(self.custom)
         tools_ran = inp.resume is not None  # the history holds more than the reply: read it back

@@ -141,9 +141,10 @@ class TurnContext:
         tools_started: Set when the turn started a tool (a side effect may have happened).
         config: This call's model settings (``chat.send(..., config=)``), or None.
         finish_reason: Set it to end the turn with another reason than ``stop``.
-        streaming: Whether anyone receives the turn's chunks (a JSON request, or a bare
-            ``agent.invoke`` without ``on_chunk``, has nobody): a chunk costly to build
-            need not be built when it is False.
+        streaming: Whether anyone reads the turn's stream (a JSON request, a bare
+            ``agent.invoke`` without ``on_chunk`` and a chat's ``send`` have nobody;
+            see `CallOptions.stream`): a chunk costly to build need not be built
+            when it is False. What the session's changes emit is delivered either way.
     """
 
     def __init__(
@@ -156,10 +157,11 @@ class TurnContext:
         parent_snapshot_id: str | None,
         turn_index: int,
         options: CallOptions = _NO_OPTIONS,
+        streaming: bool | None = None,
     ) -> None:
         self.session = session
         self._emit = emit
-        self.streaming = emit is not _drop
+        self.streaming = emit is not _drop if streaming is None else streaming
         # the session's turn begins: its changes stream to `emit`, the first patch replacing the
         # document, until the turn ends (`_end`)
         session._emit = emit

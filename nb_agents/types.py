@@ -351,10 +351,17 @@ class CallOptions:
             server's context provider derived from the request, or what an
             in-process caller passes. Tools, handlers and middleware read it as
             ``ctx.context``. Never taken from a remote client's body.
+        stream: Whether the caller reads the turn's stream. False (a chat's
+            ``send`` and ``resume``, which return the whole response) says
+            that ``on_chunk`` follows only what the handler changes in the
+            session (its custom-state patches and artifacts): the engine then
+            builds none of the chunks that only a stream would show (tool,
+            pause and turn-end chunks; `TurnContext.streaming` is False).
     """
 
     config: dict[str, Any] | None = None
     context: dict[str, Any] | None = None
+    stream: bool = True
 
 
 ChunkSink = Callable[[AgentStreamChunk], Awaitable[None]]

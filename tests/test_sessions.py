@@ -499,3 +499,34 @@ async def test_a_turn_nobody_streams_builds_no_chunks_and_ends_the_same() -> Non
     assert got[-1].turn_end is not None and got[-1].turn_end.finish_reason == "interrupted"
     pause = got[-2].model_chunk
     assert pause is not None and pause.role == "tool" and pause.content == outputs[1].interrupts()
+
+
+async def test_a_chat_send_reads_no_stream_yet_follows_the_session_it_changes() -> None:
+    """A chat's `send` returns the whole response, so its turn builds no stream (`ctx.streaming`
+    is False, `CallOptions.stream`), yet the custom state and artifacts the handler sets reach the
+    chat, as with `send_stream`, whose turn streams and ends with its turn-end chunk."""
+    seen: list[bool] = []
+
+    async def handler(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+        seen.append(ctx.streaming)
+        await ctx.session.update_custom(lambda cur: {"count": (cur or {}).get("count", 0) + 1})
+        await ctx.session.add_artifacts([{"name": "report", "parts": [{"text": f"v{len(seen)}"}]}])
+        return "done"
+
+    agent = nba.define_custom_agent("counts", handler, store=nba.InMemorySessionStore())
+    chat = agent.chat()
+    res = await chat.send("one")
+    assert seen == [False] and res.text == "done"
+    assert res.custom == chat.custom == {"count": 1}
+    assert [a.parts[0].text for a in chat.artifacts] == ["v1"]
+
+    turn = chat.send_stream("two")
+    chunks = [c async for c in turn]
+    res = await turn.response
+    assert seen == [False, True]
+    assert res.custom == chat.custom == {"count": 2}
+    assert [a.parts[0].text for a in chat.artifacts] == ["v2"]
+    assert chunks[-1].raw.turn_end is not None and chunks[-1].raw.turn_end.finish_reason == "stop"
+
+    res = await chat.send("three")  # a send after a stream: the state carried on, not re-streamed
+    assert seen == [False, True, False] and res.custom == {"count": 3}

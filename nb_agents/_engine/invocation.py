@@ -62,6 +62,8 @@ class Invocation:
         self.init = init
         self.options = options
         self._on_chunk = on_chunk
+        # whether the caller reads the stream, or only follows the session's changes (a chat's send)
+        self.streaming = on_chunk is not None and options.stream
         # the caller's Signal is the turn's; a plain Event from the caller gets one watcher for the
         # whole invocation
         self._abort = abort_signal if isinstance(abort_signal, Signal) else Signal()

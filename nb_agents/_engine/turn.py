@@ -211,7 +211,8 @@ class Turn:
             session.messages.append(inp.message)
         ctx = TurnContext(
             session=session,
-            emit=inv._emit if inv._on_chunk is not None else _drop,  # `ctx.streaming`: anyone listens
+            emit=inv._emit if inv._on_chunk is not None else _drop,
+            streaming=inv.streaming,  # anyone reads the stream: its chunks are built
             abort_signal=inv._abort,
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=inv.parent_id,
@@ -302,7 +303,7 @@ class Turn:
             inv.parent_id = snapshot_id
             if finish == "interrupted" and inv.spec.on_pause is not None:
                 fire(inv.spec.on_pause, pause_event(inv.spec.name, inv.session, snapshot_id, inv.owner))
-        if inv._on_chunk is not None:  # nobody streams (a JSON request): no chunk to build
+        if inv.streaming:  # nobody reads a stream (a JSON request, a chat's send): no chunk to build
             await inv._emit(AgentStreamChunk(turn_end=TurnEnd(snapshot_id=snapshot_id, finish_reason=finish)))
         out = inv._output(finish, message=outcome.reply, snapshot_id=snapshot_id)
         out._timing = observe.timing(ctx)  # in-process, also without a store (`notebook.Timeline`)
