@@ -114,6 +114,10 @@ class RawTransport:
             raise CycleError(f"{type(exc).__name__}: {exc}") from None
 
     async def _post(self, path: str, body: bytes, sse: bool) -> tuple[int, str]:
+        if self.conn is not None and (self.conn[0].at_eof() or self.conn[1].is_closing()):
+            # the server closed it while it sat idle (its keep-alive timeout): a request written
+            # on it would be lost unanswered, so a new connection takes it, as httpx does
+            await self.aclose()
         if self.conn is None:
             self.conn = await asyncio.open_connection(self.host, self.port)
         reader, writer = self.conn
