@@ -7,6 +7,7 @@ each round runs floor, before and after in a rotating order, JSON (no client str
 exactly-once (`s5_http.run_one`). On a shared machine read it as a direction with a size::
 
     .venv/bin/python benchmarks/s5_ab.py --before /tmp/nb-before [--rounds 3] [--duration 8] [--out FILE]
+    .venv/bin/python benchmarks/s5_ab.py --before /tmp/nb-before --store postgres   # tests/pg.py's server
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import statistics
 import tempfile
 from typing import Any
 
+import s5_pg
 import s5_server
 from s5_http import Spec, run_one
 
@@ -30,7 +32,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--store", default="sqlite", choices=["sqlite"])
+    parser.add_argument("--store", default="sqlite", choices=["sqlite", "postgres"])
     parser.add_argument("--out")
     opts = parser.parse_args()
     after_root = s5_server.ROOT
@@ -40,6 +42,7 @@ def main() -> int:
         ("after", "nb_agents", after_root),
     ]
     runs: dict[str, list[dict[str, Any]]] = {}
+    pg = s5_pg.Postgres() if opts.store == "postgres" else None  # PostgresUnavailableError says why not
     with tempfile.TemporaryDirectory(prefix="s5ab-") as work:
         for r in range(opts.rounds):
             for mode, sse in MODES.items():
@@ -51,7 +54,7 @@ def main() -> int:
                     )  # fmt: skip
                     s5_server.ROOT = root  # the server's working directory: its nb_agents package
                     try:
-                        res = run_one(spec, argparse.Namespace(profile=False), work, None)
+                        res = run_one(spec, argparse.Namespace(profile=False), work, pg)
                     finally:
                         s5_server.ROOT = after_root
                     runs.setdefault(f"{label}-{mode}", []).append(res)

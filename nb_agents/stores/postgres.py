@@ -59,7 +59,7 @@ from ._pg_listen import PgListener
 from ._pg_pool import PgPool
 from ._pg_rows import ClaimRacedError, PgRows
 from ._pg_schema import init_schema
-from ._threaded import ThreadedSessionStore
+from ._threaded import ThreadedSessionStore, Workers
 from .base import HEARTBEAT_TIMEOUT, ReadAgainError, ResumeClaim, SnapshotMutator
 
 __all__ = ["PostgresSessionStore"]
@@ -122,6 +122,8 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         # the pool's callbacks do not hold the store: no reference cycle, so a store
         # dropped without `close` frees its pool, which closes its connections
         self._pool = PgPool(dsn, pool_size, partial(init_schema, repr(self)), _forked(self))
+        # a thread per pooled connection runs the calls (0: no bound on connections, as anyio's 40)
+        self._workers = Workers(pool_size or 40, "nb-agents-pg")
         self._listener = PgListener(dsn, self._changes)
         weakref.finalize(self, self._listener.close)
 
@@ -132,6 +134,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         """Close the pooled connections and stop listening (the store reconnects if used again)."""
         self._listener.close()
         self._pool.close()
+        self._workers.close()
         self._cache.clear()
         self._recent.clear()
 
@@ -153,6 +156,9 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
+        return await self._workers.run(fn)  # the general path's transactions too
+
     async def save_snapshot(
         self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]
     ) -> SessionSnapshot | None:
@@ -162,7 +168,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
             fast = FastWrites(self._recent, self._cache)
             audit, fence = how.get("audit", ()), how.get("fence")
             save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
-            done = await anyio.to_thread.run_sync(partial(self._pool.run, save, idempotent=False))
+            done = await self._workers.run(partial(self._pool.run, save, idempotent=False))
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
             return await super().save_snapshot(snapshot_id, mutator, **how)
         if done is not None and not self._changes.quiet:  # wake the row's waiters, if any
@@ -192,7 +198,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         fast = FastWrites(self._recent, self._cache)
         claim = ResumeClaim(digest, child_id)
         take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending, lent=lent)
-        done = await anyio.to_thread.run_sync(partial(self._pool.run, take, idempotent=True))
+        done = await self._workers.run(partial(self._pool.run, take, idempotent=True))
         if lent is not None and (
             done == MOVED or (done == SLOW and not await self._holds(snapshot_id, lent))
         ):
@@ -208,7 +214,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
 
     async def _holds(self, snapshot_id: str, lent: Lent) -> bool:
         check = partial(still_holds, snapshot_id=snapshot_id, lent=lent)
-        return await anyio.to_thread.run_sync(partial(self._pool.run, check, idempotent=True))
+        return await self._workers.run(partial(self._pool.run, check, idempotent=True))
 
     # -- transactions (in a worker thread) ----------------------------------------
     def _transaction(
