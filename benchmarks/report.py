@@ -28,6 +28,9 @@ LABELS = {
 }
 
 
+ISSUE23_US = {"S1": 80, "S3": 300}  # issue 23: an in-process turn, and an approval cycle with a store
+
+
 def _ok(entry: dict[str, Any] | None) -> bool:
     return bool(entry) and entry.get("status") == "ok"
 
@@ -54,6 +57,8 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
             row["fastest_peer"] = fastest
             row["nb_over_fastest"] = round(ours / (peers[fastest] or 1.0), 3)
             targets[f"{name}: nb_agents <= 1/5 of fastest peer"] = row["nb_over_fastest"] <= 0.2
+        if name in ISSUE23_US and ours:
+            targets[f"{name}: nb_agents <= {ISSUE23_US[name]} us (issue 23)"] = ours <= ISSUE23_US[name]
         summary["turns"][name] = row
     for store in S4_STORES:
         for peer, e in sc.get(store, {}).items():
@@ -119,6 +124,11 @@ def s5_targets(s5: dict[str, Any]) -> dict[str, bool]:
         out[f"S5 faults {name}: no duplicate tool run (ledger = cycles + retries)"] = bool(eo["ok"])
         ratio = _s5_tail_ratio(run, skip=("getSnapshot-json",))
         out[f"S5 faults {name}: p99 <= 10x p50 for every answer kind"] = ratio is not None and ratio <= 10
+    fault_runs = (s5.get("faults") or {}).get("runs") or {}
+    one, two = fault_runs.get("postgres-1x") or {}, fault_runs.get("postgres-2x") or {}
+    if one.get("cycles_per_s") and two.get("cycles_per_s"):
+        scale = two["cycles_per_s"] / one["cycles_per_s"]
+        out[f"S5 faults: two servers on one PostgreSQL >= 1.6x one ({scale:.2f}x; issue 23)"] = scale >= 1.6
     return out
 
 
@@ -382,8 +392,7 @@ def main(argv: list[str]) -> None:
             data.setdefault("S5", {"status": "not run"})["faults"] = {**other["faults"], "source": source}
         else:
             sys.exit(f"unknown option {flag}")
-    if len(argv) > 1:
-        data["summary"] = summarize(data)
+    data["summary"] = summarize(data)  # the targets as this report reads them now
     write_readme(data)
     print(f"rewrote the results section of {README}")
 
