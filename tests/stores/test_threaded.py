@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -69,11 +72,38 @@ async def test_a_cancelled_caller_returns_at_once_and_its_call_runs_to_its_end()
 
 async def test_a_closed_workers_runs_later_calls_in_new_threads() -> None:
     workers = Workers(1, "test-workers")
-    one = await workers.run(threading.get_ident)
+    one = await workers.run(threading.current_thread)
     workers.close()
-    two = await workers.run(threading.get_ident)
-    assert one != two and threading.get_ident() not in (one, two)
+    one.join(5)  # the idle thread was let go
+    two = await workers.run(threading.current_thread)
+    assert not one.is_alive() and two.is_alive() and two is not one
+    assert two is not threading.current_thread()
     workers.close()
+
+
+def test_a_call_stuck_in_a_worker_thread_does_not_hold_up_the_interpreter_exit(tmp_path: Path) -> None:
+    """As anyio's worker threads: a call blocked on the network must not keep a process alive."""
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import asyncio, threading, time\n"
+        "from nb_agents.stores._threaded import Workers\n"
+        "async def main():\n"
+        "    workers = Workers(1, 'stuck')\n"
+        "    started = threading.Event()\n"
+        "    def stuck():\n"
+        "        started.set()\n"
+        "        time.sleep(60)\n"
+        "    task = asyncio.ensure_future(workers.run(stuck))\n"
+        "    while not started.is_set():\n"
+        "        await asyncio.sleep(0.01)\n"
+        "    task.cancel()\n"
+        "    print('leaving', flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "leaving" and time.monotonic() - t0 < 20
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
