@@ -93,13 +93,13 @@ class Workers:
                 # a fork's copy has none of the parent's threads: new ones, on a queue of its own
                 self._pid, self._jobs, self._threads = os.getpid(), queue.SimpleQueue(), 0
                 self._idle = threading.Semaphore(0)
-            self._jobs.put(job)
-            if self._idle.acquire(blocking=False):
-                return  # a waiting thread takes it
-            if self._threads < self._size:
-                self._threads += 1
-                name = f"{self._name}-{self._threads}"
+            # a thread waiting for a job takes it, else a new one while there are fewer than `size`
+            # (started before the job is queued: one that cannot start fails this call, never hangs it)
+            if not self._idle.acquire(blocking=False) and self._threads < self._size:
+                name = f"{self._name}-{self._threads + 1}"
                 threading.Thread(target=_work, args=(self._jobs, self._idle), name=name, daemon=True).start()
+                self._threads += 1
+            self._jobs.put(job)
 
 
 _Job = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
