@@ -157,7 +157,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         await anyio.to_thread.run_sync(self.close)
 
     async def _in_thread(self, fn: Callable[[], T]) -> T:
-        return await self._workers.run(fn)  # the general path's transactions too
+        return await self._workers.run(fn)  # the fast paths' statements and the general path's transactions
 
     async def save_snapshot(
         self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]
@@ -168,7 +168,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
             fast = FastWrites(self._recent, self._cache)
             audit, fence = how.get("audit", ()), how.get("fence")
             save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
-            done = await self._workers.run(partial(self._pool.run, save, idempotent=False))
+            done = await self._in_thread(partial(self._pool.run, save, idempotent=False))
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
             return await super().save_snapshot(snapshot_id, mutator, **how)
         if done is not None and not self._changes.quiet:  # wake the row's waiters, if any
@@ -198,7 +198,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         fast = FastWrites(self._recent, self._cache)
         claim = ResumeClaim(digest, child_id)
         take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending, lent=lent)
-        done = await self._workers.run(partial(self._pool.run, take, idempotent=True))
+        done = await self._in_thread(partial(self._pool.run, take, idempotent=True))
         if lent is not None and (
             done == MOVED or (done == SLOW and not await self._holds(snapshot_id, lent))
         ):
@@ -214,7 +214,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
 
     async def _holds(self, snapshot_id: str, lent: Lent) -> bool:
         check = partial(still_holds, snapshot_id=snapshot_id, lent=lent)
-        return await self._workers.run(partial(self._pool.run, check, idempotent=True))
+        return await self._in_thread(partial(self._pool.run, check, idempotent=True))
 
     # -- transactions (in a worker thread) ----------------------------------------
     def _transaction(
