@@ -297,6 +297,12 @@ class LabPage:
             self.fail(f"{buttons.count()} buttons '{label}' in {where}; pass cell= to pick one")
         self._wait(lambda: buttons.click(), f"could not click the button '{label}' in {where}")
 
+    def wait_for_no_button(self, label: str, *, cell: int | None = None) -> None:
+        """Wait until no button named exactly `label` shows in an output (of `cell`, if given)."""
+        buttons = self._outputs(cell).get_by_role("button", name=label, exact=True)
+        where = "the outputs" if cell is None else f"the output of cell {cell}"
+        self._wait(lambda: buttons.first.wait_for(state="hidden"), f"the button '{label}' stayed in {where}")
+
     def fill(self, label: str, text: str, *, cell: int | None = None) -> None:
         """Type `text` into the widget text field labelled `label` in an output (of `cell`, if given)."""
         field = self._outputs(cell).get_by_label(label, exact=True)
@@ -416,7 +422,15 @@ class LabPage:
     def fail(self, message: str) -> NoReturn:
         """Save the artifacts and fail the test with `message` and the screenshot's path."""
         shot = self.save_artifacts(re.sub(r"\W+", "-", message)[:40].strip("-") or "failure")
-        raise AssertionError(f"{message} (screenshot: {shot})")
+        raise AssertionError(f"{message} (screenshot: {shot}){self._outputs_seen()}")
+
+    def _outputs_seen(self) -> str:
+        """The end of what the open notebook's outputs say, for a failure read where no screenshot is."""
+        try:
+            text = "\n".join(self.page.locator(f"{_PANEL} .jp-OutputArea").all_inner_texts()).strip()
+        except PlaywrightError:
+            return ""
+        return f"\nthe outputs end with:\n{text[-1200:]}" if text else ""
 
     def _wait(self, action: Any, message: str) -> None:
         try:

@@ -34,6 +34,9 @@ def test_enter_sends_stop_aborts_and_the_history_comes_back_after_a_restart(lab:
     out = lab.cell(2).locator(".jp-Cell-outputArea")
     lab.wait_for_output("You said:", cell=2)
     lab._wait(lambda: out.locator("td", has_text="2").first.wait_for(), "the reply's table never rendered")
+    # the table shows while the reply still streams: Stop goes away once the turn has ended (pressed
+    # before, Enter would leave the next message in the box and Stop would end this reply instead)
+    lab.wait_for_no_button("Stop", cell=2)
     items = out.locator("li")
     assert [items.nth(i).inner_text() for i in range(items.count())] == ["first line", "second line"]
     assert lab.cell(2).get_by_label(BOX, exact=True).input_value() == ""  # the box is cleared
