@@ -114,8 +114,9 @@ def check_value(value: Any, where: str = "") -> None:
             elif depth >= MAX_JSON_DEPTH:
                 return _check_all(value, where)
             elif t is dict:
-                if not all(type(k) is str and k.isascii() and "\x00" not in k for k in v):
-                    return _check_all(value, where)
+                for k in v:  # a loop, not all(...): it runs for every object of every input
+                    if type(k) is not str or not k.isascii() or "\x00" in k:
+                        return _check_all(value, where)
                 stack.append((v.values(), depth + 1))
             elif t is list or t is tuple:
                 stack.append((v, depth + 1))

@@ -262,7 +262,12 @@ def merge_answers(inp: AgentInput) -> AgentInput:
     An input without nested answers is returned as it is, at the cost of one scan.
     """
     resume = inp.resume
-    if resume is None or not any(nested_answer((p.metadata or {}).get("resumed")) for p in resume.restart):
+    if resume is None:
+        return inp
+    for p in resume.restart:  # a loop, not any(...): every answer passes here
+        if p.metadata and nested_answer(p.metadata.get("resumed")):
+            break
+    else:
         return inp
     meta = resume.metadata if isinstance(resume.metadata, dict) else {}
     by = meta.get("answeredBy")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from .._json import canonical
@@ -85,7 +86,11 @@ def _ref(ref: str | None) -> str:
 
 def check_deadlines(resume: ToolResume, messages: Sequence[Message], at: datetime | None = None) -> None:
     """Refuse an answer to an expired pause, and a default that is not one (see the module doc)."""
-    marked = any(p.metadata and "expired" in p.metadata for p in [*resume.respond, *resume.restart])
+    marked = False  # an answer that says it is a default (a loop, not any(...): every resume runs it)
+    for p in chain(resume.respond, resume.restart):
+        if p.metadata and "expired" in p.metadata:
+            marked = True
+            break
     if not marked and not has_deadline(messages):
         return  # no deadline, and no answer that says it is a default: nothing to check
     last = _latest(messages)
