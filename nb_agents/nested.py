@@ -265,7 +265,8 @@ def merge_answers(inp: AgentInput) -> AgentInput:
     if resume is None:
         return inp
     for p in resume.restart:  # a loop, not any(...): every answer passes here
-        if p.metadata and nested_answer(p.metadata.get("resumed")):
+        resumed = p.metadata.get("resumed") if p.metadata else None
+        if isinstance(resumed, dict) and SUBAGENT in resumed and nested_answer(resumed):
             break
     else:
         return inp

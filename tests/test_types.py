@@ -322,3 +322,43 @@ def test_part_with_metadata_sets_and_removes_without_mutating() -> None:
     assert changed.tool_request == part.tool_request
     # removing a missing key is fine; adding to a part without metadata works
     assert nba.Part(text="x").with_metadata(gone=None, new="v").metadata == {"new": "v"}
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_turn_output_is_the_output_validation_would_build(stored: bool) -> None:
+    """The engine sets its outputs' slots itself (no validation): the same model, fields set,
+    extra and private attributes as `AgentOutput(...)` of the same values builds."""
+    from nb_agents.testing import FunctionModel
+
+    # the engine fills only what it is given: every other field must default to None, and the
+    # private attributes' defaults are shared by every output, so none may be mutable
+    assert all(f.default is None and f.default_factory is None for f in nba.AgentOutput.model_fields.values())
+    assert all(
+        a.default is None or type(a.default) is bool for a in nba.AgentOutput.__private_attributes__.values()
+    )
+    store = nba.InMemorySessionStore() if stored else None
+    agent = nba.define_agent("echo", model=FunctionModel(lambda req: "hi"), store=store)
+    msg = nba.Message(role="user", content=[nba.Part(text="x")])
+    out = agent.invoke_sync(nba.AgentInput(message=msg), nba.AgentInit())
+    built = nba.AgentOutput(**{name: getattr(out, name) for name in out.model_fields_set})
+    assert out.__dict__ == built.__dict__ and out.model_fields_set == built.model_fields_set
+    assert out.to_wire() == built.to_wire() and out.__pydantic_extra__ == built.__pydantic_extra__ == {}
+    assert set(out.__pydantic_private__) == set(built.__pydantic_private__)
+    assert (out._history is not None) == stored and out.finish_reason == "stop"
+
+
+def test_the_ids_a_turn_makes_are_random_canonical_uuid4s() -> None:
+    """Session and snapshot ids: version 4, RFC 9562's variant, lowercase 8-4-4-4-12, all different."""
+    import uuid
+
+    from nb_agents.testing import FunctionModel
+
+    agent = nba.define_agent("echo", model=FunctionModel(lambda req: "hi"), store=nba.InMemorySessionStore())
+    ids: list[str] = []
+    for _ in range(50):
+        res = agent.chat().send_sync("x")
+        ids += [res.session_id or "", res.snapshot_id or ""]
+    for made in ids:
+        parsed = uuid.UUID(made)
+        assert str(parsed) == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122, made
+    assert len(set(ids)) == len(ids)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .._json import check_value
 from .._sync import Signal
@@ -42,6 +43,9 @@ from .turn import Turn
 __all__ = ["Expired", "Invocation", "expire"]
 
 _NO_OPTIONS = CallOptions()
+_OUTPUT_FIELDS = dict.fromkeys(AgentOutput.model_fields)  # every field's default is None
+_OUTPUT_PRIVATE = {name: attr.default for name, attr in AgentOutput.__private_attributes__.items()}
+_new, _set = object.__new__, object.__setattr__
 
 
 class Invocation:
@@ -257,20 +261,29 @@ class Invocation:
     ) -> AgentOutput:
         session = self.session
         assert session is not None
-        out = AgentOutput(
-            session_id=session.session_id,
-            message=message,
-            finish_reason=finish_reason,
-            error=error,
-            artifacts=list(session.artifacts) or None,
-        )
+        fields: dict[str, Any] = {
+            "session_id": session.session_id,
+            "message": message,
+            "finish_reason": finish_reason,
+            "error": error,
+            "artifacts": list(session.artifacts) or None,
+        }
+        history = None
         if self.store is not None:
-            out.snapshot_id = snapshot_id if snapshot_id is not None else self.parent_id
-            out._history = list(session.messages)
+            fields["snapshot_id"] = snapshot_id if snapshot_id is not None else self.parent_id
+            history = list(session.messages)
         else:
-            out.state = state if state is not None else session.state()
+            fields["state"] = state if state is not None else session.state()
             if self.spec.signer is not None:
-                out.state = self.spec.signer.sign(out.state)
+                fields["state"] = self.spec.signer.sign(fields["state"])
+        # set as pydantic sets a validated model's slots: the values are the engine's own, each of its
+        # field's type, so neither validated again nor the private attributes defaulted per instance
+        # (4 of the 5 us a validated output costs a turn)
+        out = _new(AgentOutput)
+        _set(out, "__dict__", {**_OUTPUT_FIELDS, **fields})
+        _set(out, "__pydantic_fields_set__", set(fields))
+        _set(out, "__pydantic_extra__", {})
+        _set(out, "__pydantic_private__", {**_OUTPUT_PRIVATE, "_history": history})
         return out
 
     async def may_message(self) -> bool:

@@ -15,18 +15,37 @@ naming the limit:
 
 from __future__ import annotations
 
+import os
 import re
 
 from .._json import MAX_JSON_DEPTH, check_value
 from ..errors import InvalidArgumentError
 from ..types import AgentInit, AgentInput
 
-__all__ = ["MAX_ID_LENGTH", "MAX_JSON_DEPTH", "check_id", "check_init_ids", "check_input", "check_json"]
+__all__ = [
+    "MAX_ID_LENGTH", "MAX_JSON_DEPTH", "check_id", "check_init_ids", "check_input", "check_json", "new_id",
+]  # fmt: skip
 
 MAX_ID_LENGTH = 256
 """The longest snapshot or session id, in characters."""
 
 _BAD_ID = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def new_id() -> str:
+    """A new random id: ``str(uuid.uuid4())``, spelled out (a 16-byte random UUID, version 4,
+    RFC 9562's variant, as lowercase hex in 8-4-4-4-12), at two fifths of its cost: a turn makes one.
+
+    Example:
+        >>> import uuid
+        >>> uuid.UUID(new_id()).version
+        4
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def check_id(value: str | None, what: str) -> None:

@@ -9,14 +9,13 @@ id walks back over them to the nearest snapshot that can.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, InvalidArgumentError, NbAgentsError, NotFoundError
 from ..session import Session
 from ..types import AgentInit, SessionSnapshot
-from .limits import check_init_ids, check_json
+from .limits import check_init_ids, check_json, new_id
 from .ownership import Action, principal_of, visible
 
 if TYPE_CHECKING:
@@ -83,12 +82,12 @@ async def load_session(
     if store is None:
         state = init.state
         if state is None:
-            return Session(str(uuid.uuid4())), None, None
+            return Session(new_id()), None, None
         if spec.signer is not None:
             state = spec.signer.verify(state, name)  # signed by this agent: written by it, so writable
         else:
             check_json(state, "init.state")
-        return Session.from_state(state, state.session_id or str(uuid.uuid4())), None, None
+        return Session.from_state(state, state.session_id or new_id()), None, None
 
     if init.snapshot_id:
         read = store.get_snapshot
@@ -117,7 +116,7 @@ async def load_session(
             snap = await answered_pause(store, snap)
         assert snap.state is not None
         return (
-            Session.from_state(snap.state, snap.session_id or str(uuid.uuid4())),
+            Session.from_state(snap.state, snap.session_id or new_id()),
             snap.snapshot_id,
             snap.owner,
         )
@@ -133,7 +132,7 @@ async def load_session(
         if action == "resume" and snap.answer is not None:  # else `snap` is the pause itself
             snap = await answered_pause(store, snap)
         return session_of(snap, init.session_id), snap.snapshot_id, snap.owner
-    return Session(str(uuid.uuid4())), None, principal
+    return Session(new_id()), None, principal
 
 
 def session_of(snap: SessionSnapshot, session_id: str) -> Session:

@@ -191,7 +191,9 @@ def validate_resume(
                     f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has a replacedInput that does not "
                     "match the original tool request in session history."
                 )
-        elif canonical(tr.input) != canonical(original.tool_request.input):
+        elif tr.input is not original.tool_request.input and canonical(tr.input) != canonical(
+            original.tool_request.input
+        ):  # the same object when the answer was built in process from the paused request
             raise InvalidArgumentError(
                 f"resume.restart for tool '{tr.name}'{_ref(tr.ref)} has modified inputs that do not match "
                 "the original tool request in session history. Restart inputs must exactly match the "

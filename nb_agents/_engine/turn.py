@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FailedPreconditionError, NbAgentsError, NotFoundError, StaleClaimError
@@ -42,6 +41,7 @@ from .audit import asks_rule
 from .exactly_once import Attempt, Moved, claim_resume
 from .expiry import check_deadlines
 from .heartbeat import pending_row
+from .limits import new_id
 from .loading import session_of
 from .outcome import Aborted, Failed, Outcome, Ran, pause_event
 from .ownership import principal_of
@@ -66,7 +66,7 @@ class Turn:
         self.inp = inp
         self.index = index
         self.store = inv.store
-        self.snapshot_id = str(uuid.uuid4()) if self.store is not None else None
+        self.snapshot_id = new_id() if self.store is not None else None
         self.before = session.state() if self.store is None else None  # what a failed turn returns
         self.attempt: Attempt | None = None  # the claim the answer runs under
         self.answering = False  # this turn runs a claimed answer (its row names the answer)
