@@ -48,7 +48,7 @@ function render({ model, el }) {
     const at = Date.parse(deadline);
     if (isNaN(at)) { line.style.display = "none"; return; }
     line.style.display = "";
-    const left = Math.floor((at - Date.now()) / 1000);
+    const left = Math.ceil((at - Date.now()) / 1000);  // "in 1 s" until the deadline itself
     time.dateTime = deadline;
     const clock = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };  // 14:02, as the records say
     time.textContent = new Date(at).toLocaleTimeString([], clock);

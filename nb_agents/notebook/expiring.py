@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["answers_in", "answers_to", "expire_now", "is_expiry_error", "watch_deadlines"]
 
 _GRACE = 0.25  # seconds after the deadline: the engine's clock must see it passed too
+_AGAIN = (0.5, 1.0, 2.0, 4.0, 8.0)  # the kernel timer's pauses before asking again
 
 
 def watch_deadlines(view: TurnView) -> None:
@@ -57,6 +58,12 @@ def watch_deadlines(view: TurnView) -> None:
 
 async def _at(view: TurnView, seconds: float) -> None:
     await asyncio.sleep(max(0.0, seconds) + _GRACE)
+    # an ask that shows nothing (the session unreadable for a moment, or the default still being
+    # applied by another ask) is asked again a few times, so the form does not stay a live one
+    for pause in _AGAIN:
+        if view.state != "waiting" or await expire_now(view):
+            return
+        await asyncio.sleep(pause)
     await expire_now(view)
 
 

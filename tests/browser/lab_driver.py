@@ -422,7 +422,10 @@ class LabPage:
     def fail(self, message: str) -> NoReturn:
         """Save the artifacts and fail the test with `message` and the screenshot's path."""
         shot = self.save_artifacts(re.sub(r"\W+", "-", message)[:40].strip("-") or "failure")
-        raise AssertionError(f"{message} (screenshot: {shot}){self._outputs_seen()}")
+        log = _tail(self.server.log, 25)  # a kernel's own errors (a task's traceback) land here
+        raise AssertionError(
+            f"{message} (screenshot: {shot}){self._outputs_seen()}\nJupyterLab's log ends:\n{log}"
+        )
 
     def _outputs_seen(self) -> str:
         """The end of what the open notebook's outputs say, for a failure read where no screenshot is."""

@@ -20,7 +20,7 @@ from nb_agents.testing import ScriptedModel
 pytestmark = pytest.mark.anyio
 
 
-def gated(**deadline: object) -> nba.Agent:
+def gated(store: nba.SessionStore | None = None, **deadline: object) -> nba.Agent:
     @nba.tool(name="transfer")
     async def transfer(amount: int) -> str:
         return "sent"
@@ -28,7 +28,7 @@ def gated(**deadline: object) -> nba.Agent:
     model = ScriptedModel([tool_call_response(("transfer", "t1", {"amount": 500})), text_response("over")])
     gate = nba.middleware.ToolApproval(**deadline)  # type: ignore[arg-type]
     return nba.define_agent(
-        "bank", model=model, tools=[transfer], store=nba.InMemorySessionStore(), use=[gate]
+        "bank", model=model, tools=[transfer], store=store or nba.InMemorySessionStore(), use=[gate]
     )
 
 
@@ -99,6 +99,32 @@ async def test_the_kernel_timer_applies_the_default_when_no_countdown_is_on_scre
     view = TurnView(await agent.chat().send("pay"))
     assert view.deadline_task is not None
     await view.deadline_task
+    _expired_record(view)
+
+
+class BlinkingStore(nba.InMemorySessionStore):
+    """Fault injection: the session cannot be read for a moment (a disconnect, a locked file)."""
+
+    failing = 0
+
+    async def get_latest(self, session_id: str) -> nba.SessionSnapshot | None:
+        if self.failing:
+            self.failing -= 1
+            raise OSError("the store is unreachable for a moment")
+        return await super().get_latest(session_id)
+
+
+async def test_the_kernel_timer_asks_again_when_the_session_could_not_be_read_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NB_AGENTS_STATIC", raising=False)
+    store = BlinkingStore()
+    agent = gated(store, expires_in=0.3, on_expiry="too late")
+    view = TurnView(await agent.chat().send("pay"))
+    store.failing = 2  # the first two asks after the deadline find the store away
+    assert view.deadline_task is not None
+    await asyncio.wait_for(view.deadline_task, 10)
+    assert store.failing == 0
     _expired_record(view)
 
 
