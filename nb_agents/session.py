@@ -24,6 +24,7 @@ from .types import (
     ModelResponseChunk,
     Part,
     SessionState,
+    made,
 )
 
 __all__ = ["ChunkSink", "Session", "TurnContext", "TurnHandler", "as_message", "last_model"]
@@ -75,12 +76,13 @@ class Session:
 
     def state(self) -> SessionState:
         """The session as a `SessionState` value (shares the message objects)."""
-        return SessionState(
-            session_id=self.session_id,
-            messages=list(self.messages),
-            custom=copy.deepcopy(self.custom),
-            artifacts=list(self.artifacts),
-        )
+        values = {
+            "session_id": self.session_id,
+            "messages": list(self.messages),
+            "custom": copy.deepcopy(self.custom),
+            "artifacts": list(self.artifacts),
+        }
+        return made(SessionState, values)  # of their types already: not validated again
 
     def last_model(self) -> Message | None:
         """The latest model message of the history."""

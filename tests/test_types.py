@@ -362,3 +362,29 @@ def test_the_ids_a_turn_makes_are_random_canonical_uuid4s() -> None:
         parsed = uuid.UUID(made)
         assert str(parsed) == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122, made
     assert len(set(ids)) == len(ids)
+
+
+def test_made_builds_the_model_validation_builds_from_values_of_their_types() -> None:
+    """`types.made` (the engine's rows, states and outputs): the same fields, fields set, extra
+    and private attributes as the validated model, defaults filled fresh for each."""
+    from nb_agents.types import made
+
+    msg = nba.Message(role="user", content=[nba.Part(text="x")])
+    state_values = {"session_id": "s", "messages": [msg], "custom": {"n": 1}}
+    row_values = {"snapshot_id": "r", "status": "completed", "finish_reason": "stop", "timing": {"ms": 1}}
+    for cls, values in [
+        (nba.SessionState, state_values),
+        (nba.SessionSnapshot, {**row_values, "state": made(nba.SessionState, state_values)}),
+        (nba.AgentOutput, {"session_id": "s", "message": msg, "finish_reason": "interrupted"}),
+    ]:
+        got, want = made(cls, values), cls(**values)
+        assert (
+            type(got) is cls and got.__dict__ == want.__dict__ and list(got.__dict__) == list(want.__dict__)
+        )
+        assert got.model_fields_set == want.model_fields_set and got.to_wire() == want.to_wire()
+        assert got.__pydantic_extra__ == want.__pydantic_extra__ and repr(got) == repr(want)
+        assert got.__pydantic_private__ == want.__pydantic_private__
+    # a default made by a factory is the instance's own
+    one, two = made(nba.SessionState, {}), made(nba.SessionState, {})
+    assert one.messages == [] and one.messages is not two.messages
+    assert made(nba.AgentOutput, {}, _history=[msg]).__pydantic_private__["_history"] == [msg]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from .._sync import Signal
 from .._sync import keep as spawn
 from ..stores.base import SessionStore, now_iso
-from ..types import SessionSnapshot
+from ..types import SessionSnapshot, made
 
 __all__ = ["begin_watch", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 
@@ -48,17 +48,11 @@ def pending_row(
 ) -> SessionSnapshot:
     """The row of a turn that has started and not finished: no state, a fresh heartbeat."""
     now = now_iso()
-    return SessionSnapshot(
-        snapshot_id=snapshot_id,
-        session_id=session_id,
-        parent_id=parent_id,
-        created_at=now,
-        updated_at=now,
-        heartbeat_at=now,
-        status="pending",
-        agent=agent,
-        owner=owner,
-    )
+    row = {
+        "snapshot_id": snapshot_id, "session_id": session_id, "parent_id": parent_id, "created_at": now,
+        "updated_at": now, "heartbeat_at": now, "status": "pending", "agent": agent, "owner": owner,
+    }  # fmt: skip
+    return made(SessionSnapshot, row)
 
 
 def begin_watch(

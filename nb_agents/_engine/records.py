@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NbAgentsError, StaleClaimError
 from ..stores.base import AuditRecord, Fence, SessionStore, now_iso
-from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState
+from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState, made
 from . import observe
 from .audit import turn_audit
 from .ownership import principal_of
@@ -115,16 +115,17 @@ async def write_row(
         kept = (
             fields if status != "completed" else {k: v for k, v in fields.items() if k not in _ATTEMPT_FIELDS}
         )
-        return SessionSnapshot(
-            snapshot_id=snapshot_id,
-            created_at=cur.created_at if cur is not None and cur.created_at else now,
-            updated_at=now,
-            status=status,  # type: ignore[arg-type]
-            finish_reason=finish,
-            error=error,
-            state=state,
+        row = {
+            "snapshot_id": snapshot_id,
+            "created_at": cur.created_at if cur is not None and cur.created_at else now,
+            "updated_at": now,
+            "status": status,
+            "finish_reason": finish,
+            "error": error,
+            "state": state,
             **kept,
-        )
+        }
+        return made(SessionSnapshot, row)  # the engine's own values: not validated again
 
     try:
         await store.save_snapshot(snapshot_id, mutate, **extra)
