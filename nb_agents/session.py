@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
+from ._made import made
 from .types import (
     AgentInput,
     AgentStreamChunk,
@@ -24,7 +25,6 @@ from .types import (
     ModelResponseChunk,
     Part,
     SessionState,
-    made,
 )
 
 __all__ = ["ChunkSink", "Session", "TurnContext", "TurnHandler", "as_message", "last_model"]

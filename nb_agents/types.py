@@ -17,12 +17,13 @@ import json
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 from pydantic.alias_generators import to_camel
 
 from ._display import bundle
+from ._made import made
 from .errors import NbAgentsError
 
 __all__ = [
@@ -89,35 +90,6 @@ class WireModel(BaseModel):
         return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
 
 
-def made(cls: type[_W], values: dict[str, Any], **private: Any) -> _W:
-    """A `cls` holding `values`, each already of its field's type (objects the engine built): set
-    as pydantic sets a validated model's slots, without validating them again (a third of the
-    cost). Fields not given take their defaults; the ones given are the fields set; `private`
-    sets private attributes over their defaults."""
-    shape = _SHAPES.get(cls)
-    if shape is None:  # once per class: its defaults in field order, and the fields made fresh
-        defaults = {name: f.default for name, f in cls.model_fields.items()}
-        fresh = tuple((n, f.default_factory) for n, f in cls.model_fields.items() if f.default_factory)
-        kept = {n: a.default for n, a in cls.__private_attributes__.items()} or None
-        shape = _SHAPES[cls] = (defaults, fresh, kept)
-    defaults, fresh, kept = shape
-    fields = {**defaults, **values}
-    for name, factory in fresh:
-        if name not in values:
-            fields[name] = factory()  # type: ignore[call-arg]
-    model = _new(cls)
-    _set(model, "__dict__", fields)
-    _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", {})
-    _set(model, "__pydantic_private__", None if kept is None else {**kept, **private})
-    return model
-
-
-_W = TypeVar("_W", bound=WireModel)
-_SHAPES: dict[type[WireModel], Any] = {}
-_new, _set = object.__new__, object.__setattr__
-
-
 class Media(WireModel):
     url: str
     content_type: str | None = None
@@ -161,7 +133,7 @@ class Part(WireModel):
                 meta.pop(key, None)
             else:
                 meta[key] = value
-        return self.model_copy(update={"metadata": meta})
+        return made(Part, {"metadata": meta}, like=self)
 
 
 class Message(WireModel):

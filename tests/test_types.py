@@ -367,7 +367,7 @@ def test_the_ids_a_turn_makes_are_random_canonical_uuid4s() -> None:
 def test_made_builds_the_model_validation_builds_from_values_of_their_types() -> None:
     """`types.made` (the engine's rows, states and outputs): the same fields, fields set, extra
     and private attributes as the validated model, defaults filled fresh for each."""
-    from nb_agents.types import made
+    from nb_agents._made import made
 
     msg = nba.Message(role="user", content=[nba.Part(text="x")])
     state_values = {"session_id": "s", "messages": [msg], "custom": {"n": 1}}
@@ -388,3 +388,21 @@ def test_made_builds_the_model_validation_builds_from_values_of_their_types() ->
     one, two = made(nba.SessionState, {}), made(nba.SessionState, {})
     assert one.messages == [] and one.messages is not two.messages
     assert made(nba.AgentOutput, {}, _history=[msg]).__pydantic_private__["_history"] == [msg]
+
+
+def test_made_like_a_model_is_its_model_copy_with_the_update() -> None:
+    """``made(cls, update, like=m)`` is ``m.model_copy(update=update)``: extra fields (a provider's
+    own keys) and private attributes kept, the updated fields set, the original untouched."""
+    from nb_agents._made import made
+
+    part = nba.Part.model_validate({"text": "hi", "providerKey": {"a": 1}})
+    msg = nba.Message.model_validate({"role": "model", "content": [{"text": "x"}], "vendor": "v"})
+    out = nba.AgentOutput(session_id="s")
+    out._history = [msg]
+    for model, update in [(part, {"metadata": {"k": 1}}), (msg, {"content": [part]}), (out, {"snapshot_id": "r"})]:
+        got, want = made(type(model), update, like=model), model.model_copy(update=update)
+        assert got.__dict__ == want.__dict__ and got.model_fields_set == want.model_fields_set
+        assert got.__pydantic_extra__ == want.__pydantic_extra__ and got.to_wire() == want.to_wire()
+        assert got.__pydantic_private__ == want.__pydantic_private__
+        assert got.__pydantic_extra__ is not model.__pydantic_extra__ or model.__pydantic_extra__ is None
+    assert part.metadata is None and msg.content[0].text == "x"

@@ -33,10 +33,11 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._made import made
 from .._sync import Signal
 from .._sync import keep as spawn
 from ..stores.base import SessionStore, now_iso
-from ..types import SessionSnapshot, made
+from ..types import SessionSnapshot
 
 __all__ = ["begin_watch", "pending_row", "spawn", "watch_event"]  # spawn: `_sync.keep`
 

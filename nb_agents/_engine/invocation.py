@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._json import check_value
+from .._made import made
 from .._sync import Signal
 from ..errors import FailedPreconditionError
 from ..nested import merge_answers
@@ -32,7 +33,6 @@ from ..types import (
     SessionSnapshot,
     SessionState,
     error_info,
-    made,
 )
 from .expiry import due_parts, expiry_resume, has_deadline
 from .heartbeat import begin_watch, pending_row, spawn, watch_event

@@ -22,9 +22,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .._made import made
 from ..errors import NbAgentsError, StaleClaimError
 from ..stores.base import AuditRecord, Fence, SessionStore, now_iso
-from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState, made
+from ..types import AgentErrorInfo, FinishReason, SessionSnapshot, SessionState
 from . import observe
 from .audit import turn_audit
 from .ownership import principal_of

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._made import made
 from ..errors import InternalError, NbAgentsError
 from ..expiry import Expiry, iso, now
 from ..interrupts import APPROVAL_PREFIX, Interrupt
@@ -329,7 +330,7 @@ def _replace_requests(msg: Message, requests: Sequence[Part]) -> Message:
     """`msg` with its tool-request parts replaced, in order, by `requests`."""
     it = iter(requests)
     content = [next(it) if p.tool_request is not None else p for p in msg.content]
-    return msg.model_copy(update={"content": content})
+    return made(Message, {"content": content}, like=msg)
 
 
 def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, Outcome]) -> Message:
