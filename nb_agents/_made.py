@@ -32,13 +32,10 @@ def made(cls: type[_W], values: dict[str, Any], *, like: _W | None = None, **pri
         _set(model, "__pydantic_extra__", None if extra is None else dict(extra))
         _set(model, "__pydantic_private__", None if own is None else {**own, **private})
         return model
-    shape = _SHAPES.get(cls)
-    if shape is None:  # once per class: its defaults in field order, and the fields made fresh
-        defaults = {name: f.default for name, f in cls.model_fields.items()}
-        fresh = tuple((n, f.default_factory) for n, f in cls.model_fields.items() if f.default_factory)
-        kept = {n: a.default for n, a in cls.__private_attributes__.items()} or None
-        shape = _SHAPES[cls] = (defaults, fresh, kept)
-    defaults, fresh, kept = shape
+    shape = _SHAPES.get(cls) or _shape(cls)
+    defaults, fresh, required, extra_kept, kept = shape
+    if not required.issubset(values):
+        raise TypeError(f"{cls.__name__} needs {', '.join(sorted(required.difference(values)))}")
     fields = {**defaults, **values}
     for name, factory in fresh:
         if name not in values:
@@ -46,9 +43,25 @@ def made(cls: type[_W], values: dict[str, Any], *, like: _W | None = None, **pri
     model = _new(cls)
     _set(model, "__dict__", fields)
     _set(model, "__pydantic_fields_set__", set(values))
-    _set(model, "__pydantic_extra__", {})
+    _set(model, "__pydantic_extra__", {} if extra_kept else None)
     _set(model, "__pydantic_private__", None if kept is None else {**kept, **private})
     return model
+
+
+def _shape(cls: type[BaseModel]) -> Any:
+    """What `made` needs of `cls`, once: its fields' defaults in their order, the fields whose
+    defaults a factory makes fresh, the required ones, whether it keeps extra fields, and its
+    private attributes' defaults (a factory there is not supported: refused here)."""
+    fields = cls.model_fields
+    defaults = {name: f.default for name, f in fields.items()}
+    fresh = tuple((name, f.default_factory) for name, f in fields.items() if f.default_factory)
+    required = frozenset(name for name, f in fields.items() if f.is_required())
+    private = cls.__private_attributes__
+    if any(a.default_factory is not None for a in private.values()):
+        raise TypeError(f"made() cannot default {cls.__name__}'s private attributes made by a factory")
+    kept = {name: a.default for name, a in private.items()} or None
+    shape = _SHAPES[cls] = (defaults, fresh, required, cls.model_config.get("extra") == "allow", kept)
+    return shape
 
 
 _W = TypeVar("_W", bound=BaseModel)

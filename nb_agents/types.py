@@ -133,7 +133,7 @@ class Part(WireModel):
                 meta.pop(key, None)
             else:
                 meta[key] = value
-        return made(Part, {"metadata": meta}, like=self)
+        return made(type(self), {"metadata": meta}, like=self)
 
 
 class Message(WireModel):

@@ -399,10 +399,23 @@ def test_made_like_a_model_is_its_model_copy_with_the_update() -> None:
     msg = nba.Message.model_validate({"role": "model", "content": [{"text": "x"}], "vendor": "v"})
     out = nba.AgentOutput(session_id="s")
     out._history = [msg]
-    for model, update in [(part, {"metadata": {"k": 1}}), (msg, {"content": [part]}), (out, {"snapshot_id": "r"})]:
+    for model, update in [
+        (part, {"metadata": {"k": 1}}),
+        (msg, {"content": [part]}),
+        (out, {"snapshot_id": "r"}),
+    ]:
         got, want = made(type(model), update, like=model), model.model_copy(update=update)
         assert got.__dict__ == want.__dict__ and got.model_fields_set == want.model_fields_set
         assert got.__pydantic_extra__ == want.__pydantic_extra__ and got.to_wire() == want.to_wire()
         assert got.__pydantic_private__ == want.__pydantic_private__
         assert got.__pydantic_extra__ is not model.__pydantic_extra__ or model.__pydantic_extra__ is None
     assert part.metadata is None and msg.content[0].text == "x"
+
+
+def test_made_refuses_a_model_it_cannot_build_whole() -> None:
+    """A required field left out is an error naming it, not a model holding pydantic's marker."""
+    from nb_agents._made import made
+
+    with pytest.raises(TypeError, match="SessionSnapshot needs snapshot_id"):
+        made(nba.SessionSnapshot, {"status": "pending"})
+    assert made(nba.SessionSnapshot, {"snapshot_id": "r"}).snapshot_id == "r"

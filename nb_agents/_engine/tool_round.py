@@ -330,7 +330,7 @@ def _replace_requests(msg: Message, requests: Sequence[Part]) -> Message:
     """`msg` with its tool-request parts replaced, in order, by `requests`."""
     it = iter(requests)
     content = [next(it) if p.tool_request is not None else p for p in msg.content]
-    return made(Message, {"content": content}, like=msg)
+    return made(type(msg), {"content": content}, like=msg)
 
 
 def mark_paused(msg: Message, requests: Sequence[Part], outcomes: Mapping[int, Outcome]) -> Message:
