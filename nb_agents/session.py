@@ -13,7 +13,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
-from ._made import made
 from .types import (
     AgentInput,
     AgentStreamChunk,
@@ -76,13 +75,13 @@ class Session:
 
     def state(self) -> SessionState:
         """The session as a `SessionState` value (shares the message objects)."""
-        values = {
-            "session_id": self.session_id,
-            "messages": list(self.messages),
-            "custom": copy.deepcopy(self.custom),
-            "artifacts": list(self.artifacts),
-        }
-        return made(SessionState, values)  # of their types already: not validated again
+        # validated: a handler may have put a plain dict in `messages` or `artifacts` (public lists)
+        return SessionState(
+            session_id=self.session_id,
+            messages=list(self.messages),
+            custom=copy.deepcopy(self.custom),
+            artifacts=list(self.artifacts),
+        )
 
     def last_model(self) -> Message | None:
         """The latest model message of the history."""

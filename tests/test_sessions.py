@@ -530,3 +530,28 @@ async def test_a_chat_send_reads_no_stream_yet_follows_the_session_it_changes() 
 
     res = await chat.send("three")  # a send after a stream: the state carried on, not re-streamed
     assert seen == [False, True, False] and res.custom == {"count": 3}
+
+
+@pytest.mark.parametrize("stored", [True, False])
+async def test_plain_dicts_a_handler_puts_in_the_session_lists_are_read_as_models(stored: bool) -> None:
+    """`session.messages` and `session.artifacts` are plain lists a handler may append a dict to:
+    the turn's output, its stored row and the chat read them as `Message` and `Artifact`."""
+
+    async def handler(inp: nba.AgentInput, ctx: nba.TurnContext) -> str:
+        ctx.session.artifacts.append({"name": "note", "parts": [{"text": "kept"}]})  # type: ignore[arg-type]
+        ctx.session.messages.append({"role": "model", "content": [{"text": "aside"}]})  # type: ignore[arg-type]
+        return "done"
+
+    store = nba.InMemorySessionStore() if stored else None
+    agent = nba.define_custom_agent("lists", handler, store=store)
+    chat = agent.chat()
+    res = await chat.send("hi")
+    assert res.text == "done" and [a.name for a in chat.artifacts] == ["note"]
+    assert all(isinstance(a, nba.Artifact) for a in chat.artifacts)
+    assert all(isinstance(m, nba.Message) for m in chat.messages)
+    assert "aside" in [m.text for m in chat.messages]
+    if stored:
+        snap = await agent.get_snapshot(res.snapshot_id)
+        assert snap is not None and snap.state is not None
+        assert [a.name for a in snap.state.artifacts] == ["note"]
+        assert all(isinstance(m, nba.Message) for m in snap.state.messages)

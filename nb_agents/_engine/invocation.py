@@ -27,6 +27,7 @@ from ..types import (
     AgentInput,
     AgentOutput,
     AgentStreamChunk,
+    Artifact,
     CallOptions,
     FinishReason,
     Message,
@@ -264,7 +265,11 @@ class Invocation:
             "message": message,
             "finish_reason": finish_reason,
             "error": error,
-            "artifacts": list(session.artifacts) or None,
+            # a handler may have put a plain dict in `session.artifacts` (a public list): read as one
+            "artifacts": [
+                a if isinstance(a, Artifact) else Artifact.model_validate(a) for a in session.artifacts
+            ]
+            or None,
         }
         history = None
         if self.store is not None:

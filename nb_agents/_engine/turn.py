@@ -295,7 +295,9 @@ class Turn:
         snapshot_id, finish = self.snapshot_id, ctx.finish_reason
         if self.store is not None:
             assert snapshot_id is not None
-            written = await write_row(self, "completed", finish, inv.session.state(), None)
+            state = inv.session.state()  # validated: a handler may have put dicts in the session's lists
+            written = await write_row(self, "completed", finish, state, None)
+            inv.session.messages, inv.session.artifacts = list(state.messages), list(state.artifacts)
             if written == "aborted":  # an abort came just before the row: it is what was recorded
                 return await self._recorded_abort()
             if written != "written":
