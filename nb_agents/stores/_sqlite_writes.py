@@ -1,20 +1,29 @@
 """Where `SqliteSessionStore`'s writes wait: one writer per file in this process, and
-group commit in worker threads.
+group commit, on the event loop and in worker threads.
 
-One write at a time per database file in this process (`FileWrites`):
-writers queue on its lock, woken at once when it frees, instead of in
+One write at a time per database file in this process (`FileWrites`): a
+lock that writers take in turn, woken at once when it frees, instead of
 SQLite's busy handler, which sleeps in growing steps and turns a short wait
-into a long tail under load. A write on an event loop never blocks on it: it
-waits on its loop (`FileWrites.released`) and then runs there.
+into a long tail under load. A write on an event loop never blocks on it.
+
+On a loop (`FileWrites.grouped`), the first write of a pass of the loop runs
+at once, as its own transaction; the writes that follow it in the same pass
+(other requests' turns, under load) wait for the pass's end and run there
+together (`FileWrites._flush`), one ``BEGIN IMMEDIATE`` ... ``COMMIT`` for
+all: a commit costs about as much as the statements of a whole write, and a
+batch shares it (and the pages it writes). A pass whose writes find the lock
+held (a worker thread's batch, another loop's pass) waits for it on its loop.
 
 A write that cannot run on its loop (``synchronous="FULL"``, whose commits
 fsync; the database held by another process; the store's first use) runs in
 a worker thread, batched (`FileWrites.batched`): the writes that arrive while
-one batch commits go together in the next, one transaction of ``BEGIN
-IMMEDIATE``, a savepoint per write (a write that raises, or finds that its
-known-row path does not hold, is rolled back alone), and one ``COMMIT`` (one
-fsync for all). Each caller learns its outcome once the batch committed, and
-what its write taught its store (`._sqlite_fast.Fast.hold`) is kept only then.
+one batch commits go together in the next (one fsync for all).
+
+In a batch of either kind each write has a savepoint: one that raises, or
+finds that its known-row path does not hold, is rolled back alone. Each
+caller learns its outcome once the batch committed, and what its write
+taught its store (`._sqlite_fast.Fast.hold`) is kept only then. A caller
+cancelled before its batch ran writes nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +50,18 @@ _FILES_GUARD = threading.Lock()
 
 # A write waiting for its batch: its loop and future, its body and arguments, its store's `Fast`.
 _Write = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], Fast]
+# A store's runner of ``body(conn, *args)`` on a connection of the loop's (`SqliteSessionStore._inline`).
+Inline = Callable[[Callable[..., Any], tuple[Any, ...]], Any]
+
+
+class _Pass:
+    """The writes of one pass of a loop: the task that wrote first (at once), and those waiting."""
+
+    __slots__ = ("first", "waiting")
+
+    def __init__(self, first: asyncio.Task[Any] | None) -> None:
+        self.first = first
+        self.waiting: list[_Write] = []
 
 
 class FileWrites:
@@ -55,30 +76,79 @@ class FileWrites:
         self._guard = threading.Lock()
         self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._queue: list[_Write] = []
+        # the writes of this pass of each loop (`grouped`), by loop and the store's connection runner
+        self._passes: dict[tuple[asyncio.AbstractEventLoop, Inline], _Pass] = {}
 
     def release(self) -> None:
         self.unlock()
-        if self.waiters:  # a waiter added meanwhile sees the lock free (see `released`)
+        if self.waiters:  # a waiter added meanwhile sees the lock free (see `_flush`)
             self.wake()
 
     def wake(self) -> None:
-        """Wake the loops that wait for the lock (`released`)."""
+        """Wake the loops that wait for the lock (`_flush`)."""
         with self._guard:
             waiters, self.waiters = self.waiters, []
         for loop, fut in waiters:
             with contextlib.suppress(RuntimeError):  # its loop was closed
                 loop.call_soon_threadsafe(_settle, fut, None, None)
 
-    async def released(self) -> None:
-        """Until the lock is (or was, since this call) released."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        with self._guard:
-            self.waiters.append((loop, fut))
-        if self._lock.locked():
-            await fut
+    # -- group commit on the loop -------------------------------------------------------
+    async def grouped(self, body: Callable[..., T], args: tuple[Any, ...], fast: Fast, inline: Inline) -> T:
+        """``body(conn, *args)`` with the other writes of this pass of the loop (on a connection
+        of `inline`'s, at the pass's end: `_flush`); what it returned, once they committed.
 
-    # -- group commit -----------------------------------------------------------------
+        A caller cancelled while its write waits writes nothing; one cancelled once it ran
+        is cancelled as any ``await`` of a future that completed (as in `batched`): what it
+        wrote stays, and reads as it was written.
+        """
+        loop = asyncio.get_running_loop()
+        key = (loop, inline)
+        task = asyncio.current_task()
+        with self._guard:
+            this_pass = self._passes.get(key)
+            if this_pass is None:
+                this_pass = self._passes[key] = _Pass(task)
+                loop.call_soon(self._flush, key)
+        # the pass's first writer writes now (if the file is free: its writes follow one another
+        # anyway); the others' writes wait, to go together at the pass's end
+        if this_pass.first is task and self.acquire(False):
+            try:
+                return inline(body, args)  # type: ignore[no-any-return]
+            finally:
+                self.release()
+        fut: asyncio.Future[T] = loop.create_future()
+        with self._guard:
+            self._passes.setdefault(key, this_pass).waiting.append((loop, fut, body, args, fast))
+        return await fut  # cancelled before its pass ended, the future is too: `_flush` leaves it out
+
+    def _flush(self, key: tuple[asyncio.AbstractEventLoop, Inline]) -> None:
+        """Run the pass's writes: one alone as it is, several in one transaction (`_commit`)."""
+        loop, inline = key
+        if not self.acquire(False):  # a worker thread's batch, or another loop's pass: after it
+            waiter: asyncio.Future[None] = loop.create_future()
+            with self._guard:
+                self.waiters.append((loop, waiter))
+            waiter.add_done_callback(lambda _: self._flush(key))
+            if not self._lock.locked():  # it was released before this waiter was added
+                self.wake()
+            return
+        try:
+            with self._guard:
+                gone = self._passes.pop(key, None)
+            batch = [w for w in gone.waiting if not w[1].cancelled()] if gone is not None else []
+            try:
+                if len(batch) == 1:
+                    _, fut, body, args, _ = batch[0]
+                    _settle(fut, None, inline(body, args))
+                elif batch:
+                    inline(self._commit, (batch, True))
+            except Exception as exc:  # noqa: BLE001 - the writes' outcome (a busy database: none ran)
+                for w in batch:
+                    _settle(w[1], exc, None)
+        finally:
+            self.release()
+
+    # -- group commit in worker threads -------------------------------------------------
     async def batched(
         self,
         body: Callable[..., T],
@@ -105,11 +175,13 @@ class FileWrites:
                 batch, self._queue = self._queue, []
             if batch:  # else another thread committed this write in its batch
                 with connection() as conn:
-                    self._commit(conn, batch)
+                    self._commit(conn, batch, False)
         finally:
             self.release()
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
+    def _commit(self, conn: sqlite3.Connection, batch: list[_Write], here: bool) -> None:
+        """The batch in one transaction, a savepoint per write; each caller's outcome set
+        (`here`: on this loop, else from this worker thread)."""
         outcomes: list[tuple[BaseException | None, Any, Any]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -138,6 +210,9 @@ class FileWrites:
         for (loop, fut, _, _, fast), (error, out, learned) in zip(batch, outcomes, strict=True):
             if error is None and out is not SLOW and learned is not None:
                 fast.keep(learned)
+            if here:
+                _settle(fut, error, out)
+                continue
             with contextlib.suppress(RuntimeError):  # its loop was closed
                 loop.call_soon_threadsafe(_settle, fut, error, out)
 

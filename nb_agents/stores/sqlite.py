@@ -12,14 +12,16 @@ history with one recursive query over that chain.
 
 Every call is atomic (a single statement, or a transaction; writes under
 ``BEGIN IMMEDIATE``, so two processes on the same file serialize). A call
-runs right on the calling event loop with a busy timeout of 0: when a
-writer of this process holds the database (a worker thread's), a write
-waits for it on the loop and then runs there; when another process's does,
-SQLite answers "busy" at once, and the call runs again in a worker thread
-that waits for the lock (up to 30 s). Only what committed is remembered. So
-a turn costs no thread hops unless another process contends; and the loop
-never blocks on a lock, on an fsync (``synchronous="FULL"`` writes, and the
-periodic WAL checkpoint, run in the thread), or on another process. The
+runs right on the calling event loop with a busy timeout of 0; the writes
+of one pass of the loop after its first commit together at the pass's end
+(group commit, `._sqlite_writes`). When a writer of this process holds the
+database (a worker thread's), a write waits for it on the loop and then
+runs there; when another process's does, SQLite answers "busy" at once,
+and the call runs again in a worker thread that waits for the lock (up to
+30 s). Only what committed is remembered. So a turn costs no thread hops
+unless another process contends; and the loop never blocks on a lock, on
+an fsync (``synchronous="FULL"`` writes, and the periodic WAL checkpoint,
+run in the thread), or on another process. The
 database runs in WAL mode: readers never wait for the writer. Pooled
 connections are closed by `close`, or when the store is garbage-collected,
 or at interpreter exit; a forked child keeps the ones it inherited
@@ -199,45 +201,20 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         """``body(conn, *args)`` on a pooled connection: on the loop if the database is free, else
         in a thread. `body` runs its own statements (one, or a transaction).
 
-        A write that finds another writer of this process at work waits for it
-        on the loop, then runs there; one that finds another process's writer
-        (SQLite says busy) runs in a thread, which waits for the database. A
-        write that found the database busy wrote nothing (its first statement
-        was refused), so it runs again there.
+        A read runs at once, and so does the first write of a pass of the loop; the
+        writes that follow it in the pass run together at its end, in one transaction
+        (`._sqlite_writes.FileWrites.grouped`). A write that finds another writer of
+        this process at work waits for it on the loop, then runs there; one that finds
+        another process's writer (SQLite says busy) runs in a thread, which waits for
+        the database. A write that found the database busy wrote nothing (its first
+        statement was refused), so it runs again there.
         """
-        if self._ready and (not write or self._inline_writes) and self._pid == os.getpid():
-            lock = self._writes_of_file
-            while True:
-                if write and not lock.acquire(False):
-                    await lock.released()
-                    if not self._ready:
-                        break
-                    continue
-                try:
-                    pool = self._pools[True]
-                    with self._pool_lock:
-                        conn = pool.pop() if pool else None
-                    if conn is None:
-                        conn = self._connect(True)
-                    try:
-                        out = body(conn, *args)
-                    finally:
-                        with self._pool_lock:
-                            kept = not conn.in_transaction and len(pool) < _POOL_MAX
-                            if kept:
-                                pool.append(conn)
-                        if not kept:
-                            self._release(conn, True)
-                except sqlite3.OperationalError as exc:
-                    if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
-                        raise
-                    break
-                finally:
-                    if write:
-                        lock.unlock()
-                        if lock.waiters:
-                            lock.wake()
-                if write:
+        if self._ready and self._pid == os.getpid():
+            try:
+                if not write:
+                    return self._inline(body, args)
+                if self._inline_writes:
+                    out: T = await self._writes_of_file.grouped(body, args, self._fast, self._inline)
                     self._writes += 1
                     if self._writes >= _CHECKPOINT_EVERY and not self._checkpointing:
                         self._writes, self._checkpointing = 0, True  # one at a time
@@ -245,10 +222,30 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                             await anyio.to_thread.run_sync(self._checkpoint)
                         finally:
                             self._checkpointing = False
-                return out
+                    return out
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
+                    raise
         if write:  # in a worker thread, committed with the writes that wait there meanwhile
             return await self._writes_of_file.batched(body, args, self._fast, lambda: self._connection(False))
         return await anyio.to_thread.run_sync(self._read, body, args)
+
+    def _inline(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """``body(conn, *args)`` on a pooled connection of the loop's (busy timeout 0)."""
+        pool = self._pools[True]
+        with self._pool_lock:
+            conn = pool.pop() if pool else None
+        if conn is None:
+            conn = self._connect(True)
+        try:
+            return body(conn, *args)
+        finally:
+            with self._pool_lock:
+                kept = not conn.in_transaction and len(pool) < _POOL_MAX
+                if kept:
+                    pool.append(conn)
+            if not kept:
+                self._release(conn, True)
 
     def _read(self, body: Callable[..., T], args: Any) -> T:
         """A read of `_call` in a worker thread (it waits for the database)."""
