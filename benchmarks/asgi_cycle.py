@@ -12,7 +12,7 @@ that the store's share of a cycle is seen apart from the Python around it.
 ``--tree DIR`` times another tree's nb_agents (``git archive <commit> nb_agents
 | tar -x -C DIR``), for before/after::
 
-    .venv/bin/python benchmarks/asgi_cycle.py [--cycles 2000] [--rounds 3] [--tree DIR]
+    .venv/bin/python benchmarks/asgi_cycle.py [--cycles 2000] [--rounds 3] [--tree DIR] [--concurrency 50]
     .venv/bin/python benchmarks/asgi_cycle.py --profile json
     .venv/bin/python benchmarks/asgi_cycle.py --statements json
 """
@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+NETWORK = False  # set with more than one client: a request's body arrives a loop pass later
 
 
 def _scope(path: str, sse: bool, length: int) -> dict[str, Any]:
@@ -45,7 +46,8 @@ def _scope(path: str, sse: bool, length: int) -> dict[str, Any]:
 
 
 async def post(app: Any, body: dict[str, Any], sse: bool) -> dict[str, Any]:
-    """One request; its result (the last SSE frame's, or the JSON body's)."""
+    """One request; its result (the last SSE frame's, or the JSON body's). With `NETWORK`,
+    its body arrives a pass of the loop later, as a socket's would: clients at once interleave."""
     raw = json.dumps(body).encode()
     done = asyncio.Event()
     sent: list[bytes] = []
@@ -53,6 +55,8 @@ async def post(app: Any, body: dict[str, Any], sse: bool) -> dict[str, Any]:
     async def receive() -> dict[str, Any]:
         if not sent and not done.is_set() and raw_left:
             raw_left.clear()
+            if NETWORK:
+                await asyncio.sleep(0)
             return {"type": "http.request", "body": raw, "more_body": False}
         await done.wait()
         return {"type": "http.disconnect"}
@@ -121,7 +125,7 @@ async def timed(cycles: int, rounds: int, concurrency: int = 1) -> dict[str, lis
     return out
 
 
-async def profiled(mode: str, cycles: int) -> None:
+async def profiled(mode: str, cycles: int, concurrency: int) -> None:
     import cProfile
     import pstats
 
@@ -131,8 +135,7 @@ async def profiled(mode: str, cycles: int) -> None:
             await cycle(app, -i - 1, mode == "sse")
         prof = cProfile.Profile()
         prof.enable()
-        for n in range(cycles):
-            await cycle(app, n, mode == "sse")
+        await clients(app, 0, cycles, mode == "sse", concurrency)
         prof.disable()
     stats = pstats.Stats(prof)
     stats.sort_stats("cumulative").print_stats(60)
@@ -179,7 +182,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tree", help="a directory holding another tree's nb_agents/ to time instead")
     parser.add_argument("--profile", choices=["json", "sse"])
-    parser.add_argument("--concurrency", type=int, default=1, help="clients at once (timings)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="clients at once, each body a loop pass late (timings, profile)",
+    )
     parser.add_argument("--statements", choices=["json", "sse"], help="time each SQLite statement")
     opts = parser.parse_args()
     if opts.tree:
@@ -187,8 +195,10 @@ def main() -> int:
     sys.path.insert(0, os.path.join(HERE, "peers", "nb_agents"))
     import nb_agents
 
+    global NETWORK
+    NETWORK = opts.concurrency > 1
     if opts.profile:
-        asyncio.run(profiled(opts.profile, opts.cycles))
+        asyncio.run(profiled(opts.profile, opts.cycles, opts.concurrency))
         return 0
     if opts.statements:
         asyncio.run(statements(opts.statements, opts.cycles))
