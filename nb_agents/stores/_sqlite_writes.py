@@ -6,13 +6,15 @@ lock that writers take in turn, woken at once when it frees, instead of
 SQLite's busy handler, which sleeps in growing steps and turns a short wait
 into a long tail under load. A write on an event loop never blocks on it.
 
-On a loop (`FileWrites.grouped`), the first write of a pass of the loop runs
-at once, as its own transaction; the writes that follow it in the same pass
-(other requests' turns, under load) wait for the pass's end and run there
-together (`FileWrites._flush`), one ``BEGIN IMMEDIATE`` ... ``COMMIT`` for
-all: a commit costs about as much as the statements of a whole write, and a
-batch shares it (and the pages it writes). A pass whose writes find the lock
-held (a worker thread's batch, another loop's pass) waits for it on its loop.
+On a loop (`SqliteSessionStore._call`), the first task to write in a pass
+of the loop writes at once, each write its own transaction (its writes
+follow one another anyway); the writes of other tasks in the same pass
+(other requests' turns, under load) wait for the pass's end (`FileWrites.join`)
+and run there together (`FileWrites.flush`), one ``BEGIN IMMEDIATE`` ...
+``COMMIT`` for all: a commit costs about as much as the statements of a
+whole write, and a batch shares it (and the pages it writes). A pass whose
+writes find the lock held (a worker thread's batch, another loop's pass)
+waits for it on its loop.
 
 A write that cannot run on its loop (``synchronous="FULL"``, whose commits
 fsync; the database held by another process; the store's first use) runs in
@@ -50,18 +52,10 @@ _FILES_GUARD = threading.Lock()
 
 # A write waiting for its batch: its loop and future, its body and arguments, its store's `Fast`.
 _Write = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], Fast]
-# A store's runner of ``body(conn, *args)`` on a connection of the loop's (`SqliteSessionStore._inline`).
-Inline = Callable[[Callable[..., Any], tuple[Any, ...]], Any]
-
-
-class _Pass:
-    """The writes of one pass of a loop: the task that wrote first (at once), and those waiting."""
-
-    __slots__ = ("first", "waiting")
-
-    def __init__(self, first: asyncio.Task[Any] | None) -> None:
-        self.first = first
-        self.waiting: list[_Write] = []
+# A store's connections: ``connection(inline)`` lends one (`SqliteSessionStore._connection`).
+Connection = Callable[[bool], AbstractContextManager[sqlite3.Connection]]
+# A pass of a loop, for one store: the loop and the store's `Connection`.
+PassKey = tuple[asyncio.AbstractEventLoop, Connection]
 
 
 class FileWrites:
@@ -76,16 +70,17 @@ class FileWrites:
         self._guard = threading.Lock()
         self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._queue: list[_Write] = []
-        # the writes of this pass of each loop (`grouped`), by loop and the store's connection runner
-        self._passes: dict[tuple[asyncio.AbstractEventLoop, Inline], _Pass] = {}
+        # each loop's pass in which a task wrote (`SqliteSessionStore._call`), till its end (`flush`);
+        # a loop's thread alone reads or sets its keys
+        self.passes: dict[PassKey, tuple[asyncio.Task[Any] | None, list[_Write]]] = {}
 
     def release(self) -> None:
         self.unlock()
-        if self.waiters:  # a waiter added meanwhile sees the lock free (see `_flush`)
+        if self.waiters:  # a waiter added meanwhile sees the lock free (see `flush`)
             self.wake()
 
     def wake(self) -> None:
-        """Wake the loops that wait for the lock (`_flush`)."""
+        """Wake the loops that wait for the lock (`flush`)."""
         with self._guard:
             waiters, self.waiters = self.waiters, []
         for loop, fut in waiters:
@@ -93,60 +88,53 @@ class FileWrites:
                 loop.call_soon_threadsafe(_settle, fut, None, None)
 
     # -- group commit on the loop -------------------------------------------------------
-    async def grouped(self, body: Callable[..., T], args: tuple[Any, ...], fast: Fast, inline: Inline) -> T:
-        """``body(conn, *args)`` with the other writes of this pass of the loop (on a connection
-        of `inline`'s, at the pass's end: `_flush`); what it returned, once they committed.
+    async def join(self, key: PassKey, body: Callable[..., T], args: tuple[Any, ...], fast: Fast) -> T:
+        """``body(conn, *args)`` at the end of the loop's pass `key` (`flush`), with the pass's
+        other waiting writes; what it returned, once they committed.
 
         A caller cancelled while its write waits writes nothing; one cancelled once it ran
         is cancelled as any ``await`` of a future that completed (as in `batched`): what it
         wrote stays, and reads as it was written.
         """
-        loop = asyncio.get_running_loop()
-        key = (loop, inline)
-        task = asyncio.current_task()
-        with self._guard:
-            this_pass = self._passes.get(key)
-            if this_pass is None:
-                this_pass = self._passes[key] = _Pass(task)
-                loop.call_soon(self._flush, key)
-        # the pass's first writer writes now (if the file is free: its writes follow one another
-        # anyway); the others' writes wait, to go together at the pass's end
-        if this_pass.first is task and self.acquire(False):
-            try:
-                return inline(body, args)  # type: ignore[no-any-return]
-            finally:
-                self.release()
+        loop = key[0]
         fut: asyncio.Future[T] = loop.create_future()
-        with self._guard:
-            self._passes.setdefault(key, this_pass).waiting.append((loop, fut, body, args, fast))
-        return await fut  # cancelled before its pass ended, the future is too: `_flush` leaves it out
+        self.passes[key][1].append((loop, fut, body, args, fast))
+        return await fut  # cancelled before its pass ended, the future is too: `flush` leaves it out
 
-    def _flush(self, key: tuple[asyncio.AbstractEventLoop, Inline]) -> None:
-        """Run the pass's writes: one alone as it is, several in one transaction (`_commit`)."""
-        loop, inline = key
+    def flush(self, key: PassKey) -> None:
+        """At the end of a pass of a loop: its waiting writes, one alone as it is, several in one
+        transaction (`_commit`), once the file is free."""
+        loop, connection = key
+        this_pass = self.passes.get(key)
+        if this_pass is None or not this_pass[1]:  # no write waits: its first task's ran at once
+            self.passes.pop(key, None)
+            return
         if not self.acquire(False):  # a worker thread's batch, or another loop's pass: after it
             waiter: asyncio.Future[None] = loop.create_future()
             with self._guard:
                 self.waiters.append((loop, waiter))
-            waiter.add_done_callback(lambda _: self._flush(key))
+            waiter.add_done_callback(lambda _: self.flush(key))
             if not self._lock.locked():  # it was released before this waiter was added
                 self.wake()
             return
         try:
-            with self._guard:
-                gone = self._passes.pop(key, None)
-            batch = [w for w in gone.waiting if not w[1].cancelled()] if gone is not None else []
-            try:
-                if len(batch) == 1:
-                    _, fut, body, args, _ = batch[0]
-                    _settle(fut, None, inline(body, args))
-                elif batch:
-                    inline(self._commit, (batch, True))
-            except Exception as exc:  # noqa: BLE001 - the writes' outcome (a busy database: none ran)
-                for w in batch:
-                    _settle(w[1], exc, None)
+            gone = self.passes.pop(key, None)
+            batch = [w for w in gone[1] if not w[1].cancelled()] if gone is not None else []
+            if batch:
+                try:
+                    with connection(True) as conn:
+                        if len(batch) == 1:
+                            _, fut, body, args, _ = batch[0]
+                            _settle(fut, None, body(conn, *args))
+                        else:
+                            self._commit(conn, batch, True)
+                except Exception as exc:  # noqa: BLE001 - the writes' outcome (a busy database: none ran)
+                    for w in batch:
+                        _settle(w[1], exc, None)
         finally:
-            self.release()
+            self.unlock()
+            if self.waiters:
+                self.wake()
 
     # -- group commit in worker threads -------------------------------------------------
     async def batched(

@@ -37,6 +37,7 @@ newer one is refused.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -72,6 +73,7 @@ _BUSY_TIMEOUT_MS = 30_000
 _CHECKPOINT_EVERY = 200
 _RESTART_FRAMES = 10_000  # about 40 MB of WAL
 _SQLITE_BUSY = 5
+_BUSY: Any = object()  # what `_call` got from a write on the loop that found the database busy
 
 
 # Connections a forked child inherited: never used, closed or collected there.
@@ -201,20 +203,54 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         """``body(conn, *args)`` on a pooled connection: on the loop if the database is free, else
         in a thread. `body` runs its own statements (one, or a transaction).
 
-        A read runs at once, and so does the first write of a pass of the loop; the
-        writes that follow it in the pass run together at its end, in one transaction
-        (`._sqlite_writes.FileWrites.grouped`). A write that finds another writer of
+        A read runs at once, and so do the writes of the first task to write in a pass
+        of the loop (they follow one another anyway); other tasks' writes in the pass
+        wait for its end and commit together, one transaction for all
+        (`._sqlite_writes.FileWrites.flush`). A write that finds another writer of
         this process at work waits for it on the loop, then runs there; one that finds
         another process's writer (SQLite says busy) runs in a thread, which waits for
         the database. A write that found the database busy wrote nothing (its first
         statement was refused), so it runs again there.
         """
-        if self._ready and self._pid == os.getpid():
+        if self._ready and self._pid == os.getpid() and (not write or self._inline_writes):
+            files, now = self._writes_of_file, True
+            if write:
+                loop, task = asyncio.get_running_loop(), asyncio.current_task()
+                key = (loop, self._connection)
+                this_pass = files.passes.get(key)  # only this loop's thread reads or sets its key
+                if this_pass is None:
+                    this_pass = files.passes[key] = (task, [])
+                    loop.call_soon(files.flush, key)
+                now = this_pass[0] is task and files.acquire(False)
             try:
-                if not write:
-                    return self._inline(body, args)
-                if self._inline_writes:
-                    out: T = await self._writes_of_file.grouped(body, args, self._fast, self._inline)
+                if now:
+                    pool = self._pools[True]
+                    with self._pool_lock:
+                        conn = pool.pop() if pool else None
+                    if conn is None:
+                        conn = self._connect(True)
+                    try:
+                        out = body(conn, *args)
+                    finally:
+                        with self._pool_lock:
+                            kept = not conn.in_transaction and len(pool) < _POOL_MAX
+                            if kept:
+                                pool.append(conn)
+                        if not kept:
+                            self._release(conn, True)
+                else:
+                    out = await files.join(key, body, args, self._fast)
+            except sqlite3.OperationalError as exc:
+                if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
+                    raise
+                out = _BUSY
+            finally:
+                if write and now:
+                    files.unlock()
+                    if files.waiters:  # a pass of another loop waits for the file
+                        files.wake()
+            if out is not _BUSY:
+                if write:
                     self._writes += 1
                     if self._writes >= _CHECKPOINT_EVERY and not self._checkpointing:
                         self._writes, self._checkpointing = 0, True  # one at a time
@@ -222,30 +258,10 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                             await anyio.to_thread.run_sync(self._checkpoint)
                         finally:
                             self._checkpointing = False
-                    return out
-            except sqlite3.OperationalError as exc:
-                if getattr(exc, "sqlite_errorcode", _SQLITE_BUSY) & 0xFF != _SQLITE_BUSY:
-                    raise
+                return out
         if write:  # in a worker thread, committed with the writes that wait there meanwhile
             return await self._writes_of_file.batched(body, args, self._fast, lambda: self._connection(False))
         return await anyio.to_thread.run_sync(self._read, body, args)
-
-    def _inline(self, body: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """``body(conn, *args)`` on a pooled connection of the loop's (busy timeout 0)."""
-        pool = self._pools[True]
-        with self._pool_lock:
-            conn = pool.pop() if pool else None
-        if conn is None:
-            conn = self._connect(True)
-        try:
-            return body(conn, *args)
-        finally:
-            with self._pool_lock:
-                kept = not conn.in_transaction and len(pool) < _POOL_MAX
-                if kept:
-                    pool.append(conn)
-            if not kept:
-                self._release(conn, True)
 
     def _read(self, body: Callable[..., T], args: Any) -> T:
         """A read of `_call` in a worker thread (it waits for the database)."""
