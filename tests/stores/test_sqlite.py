@@ -316,32 +316,42 @@ async def test_writes_off_the_loop_commit_together(tmp_path: Path) -> None:
         go.wait(10)
         return snap("slow", created=1)
 
-    def boom(cur: SessionSnapshot | None) -> SessionSnapshot:
-        raise RuntimeError("boom")
-
     first = asyncio.ensure_future(store.save_snapshot("slow", slow))
     assert await anyio.to_thread.run_sync(holding.wait, 10)  # its batch holds the file's write lock
     before = _commits(path)
-    saves = [store.save_snapshot(f"w{i}", lambda cur, i=i: snap(f"w{i}", created=2 + i)) for i in range(10)]
-    gathered = asyncio.gather(
-        *saves[:5], store.save_snapshot("bad", boom), *saves[5:], return_exceptions=True
-    )
+    gathered = ten_saves_and_a_failing_one(store)
     for _ in range(3):
         await asyncio.sleep(0)  # every save is queued behind the batch that holds the lock
     go.set()
     results = await gathered
     assert (await first) is not None
+    assert _commits(path) - before == 2  # the batch of `slow`, then one for the eleven that waited
+    await check_ten_saved_and_the_failing_one_alone(store, results)
+    store.close()
+
+
+def ten_saves_and_a_failing_one(store: SqliteSessionStore) -> asyncio.Future[list[Any]]:
+    """Ten saves (``w0``..``w9``) with one that raises between the fifth and the sixth, gathered."""
+
+    def boom(cur: SessionSnapshot | None) -> SessionSnapshot:
+        raise RuntimeError("boom")
+
+    saves = [store.save_snapshot(f"w{i}", lambda cur, i=i: snap(f"w{i}", created=2 + i)) for i in range(10)]
+    return asyncio.gather(*saves[:5], store.save_snapshot("bad", boom), *saves[5:], return_exceptions=True)
+
+
+async def check_ten_saved_and_the_failing_one_alone(store: SqliteSessionStore, results: list[Any]) -> None:
+    """`ten_saves_and_a_failing_one`'s outcome: the failing save raised and wrote nothing,
+    the ten were written."""
     assert isinstance(results[5], RuntimeError) and str(results[5]) == "boom"
     written = [r for i, r in enumerate(results) if i != 5]
     assert [r.snapshot_id for r in written if isinstance(r, SessionSnapshot)] == [f"w{i}" for i in range(10)]
-    assert _commits(path) - before == 2  # the batch of `slow`, then one for the eleven that waited
     for i in range(10):
         got = await store.get_snapshot(f"w{i}")
         assert got is not None and got.to_wire() == snap(f"w{i}", created=2 + i).to_wire()
     assert await store.get_snapshot("bad") is None
     latest = await store.get_latest("s1")
     assert latest is not None and latest.snapshot_id == "w9"
-    store.close()
 
 
 async def test_the_wal_is_started_over_under_steady_writes(tmp_path: Path) -> None:

@@ -14,9 +14,8 @@ import pytest
 
 from nb_agents.stores.sqlite import SqliteSessionStore
 from nb_agents.testing._store_samples import snap
-from nb_agents.types import SessionSnapshot
 
-from .test_sqlite import _commits
+from .test_sqlite import _commits, check_ten_saved_and_the_failing_one_alone, ten_saves_and_a_failing_one
 
 pytestmark = pytest.mark.anyio
 
@@ -31,54 +30,35 @@ async def test_the_writes_of_one_loop_pass_commit_together_and_fail_alone(tmp_pa
     store = SqliteSessionStore(path)
     await store.save_snapshot("first", lambda cur: snap("first"))
     before = _commits(path)
-
-    def boom(cur: SessionSnapshot | None) -> SessionSnapshot:
-        raise RuntimeError("boom")
-
-    saves = [store.save_snapshot(f"w{i}", lambda cur, i=i: snap(f"w{i}", created=2 + i)) for i in range(10)]
-    results = await asyncio.gather(
-        *saves[:5], store.save_snapshot("bad", boom), *saves[5:], return_exceptions=True
-    )
-    assert isinstance(results[5], RuntimeError) and str(results[5]) == "boom"
-    written = [r for i, r in enumerate(results) if i != 5]
-    assert [r.snapshot_id for r in written if isinstance(r, SessionSnapshot)] == [f"w{i}" for i in range(10)]
+    results = await ten_saves_and_a_failing_one(store)
     assert _commits(path) - before == 2  # the pass's first save alone, then the ten that followed it
-    for i in range(10):
-        got = await store.get_snapshot(f"w{i}")
-        assert got is not None and got.to_wire() == snap(f"w{i}", created=2 + i).to_wire()
-    assert await store.get_snapshot("bad") is None
-    latest = await store.get_latest("s1")
-    assert latest is not None and latest.snapshot_id == "w9"
+    await check_ten_saved_and_the_failing_one_alone(store, results)
     store.close()
 
 
-async def test_a_write_cancelled_while_it_waits_for_its_pass_writes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ran", [False, True], ids=["while-it-waits", "after-it-ran"])
+async def test_a_write_cancelled_while_it_waits_writes_nothing_and_after_it_ran_stays(
+    tmp_path: Path, ran: bool
+) -> None:
     store = SqliteSessionStore(tmp_path / "agents.db")
     await store.save_snapshot("first", lambda cur: snap("first"))
     one = asyncio.ensure_future(store.save_snapshot("one", lambda cur: snap("one", created=1)))
     two = asyncio.ensure_future(store.save_snapshot("two", lambda cur: snap("two", created=2)))
     await asyncio.sleep(0)  # both ran up to their write: `one` wrote at once, `two` waits for the pass's end
-    two.cancel()
+    if ran:
+        asyncio.get_running_loop().call_soon(
+            two.cancel
+        )  # the pass ends first: its write runs, then the cancel
+    else:
+        two.cancel()
     assert (await one) is not None
     with pytest.raises(asyncio.CancelledError):
         await two
-    assert await store.get_snapshot("two") is None
-    assert await store.get_snapshot("one") is not None
-    store.close()
-
-
-async def test_a_write_cancelled_after_it_ran_stays_written(tmp_path: Path) -> None:
-    store = SqliteSessionStore(tmp_path / "agents.db")
-    await store.save_snapshot("first", lambda cur: snap("first"))
-    one = asyncio.ensure_future(store.save_snapshot("one", lambda cur: snap("one", created=1)))
-    two = asyncio.ensure_future(store.save_snapshot("two", lambda cur: snap("two", created=2)))
-    await asyncio.sleep(0)  # `two` waits for the pass's end, which runs next
-    asyncio.get_running_loop().call_soon(two.cancel)  # after its write ran, before `two` wakes
-    await one
-    with pytest.raises(asyncio.CancelledError):
-        await two
     got = await store.get_snapshot("two")
-    assert got is not None and got.to_wire() == snap("two", created=2).to_wire()
+    if ran:
+        assert got is not None and got.to_wire() == snap("two", created=2).to_wire()
+    else:
+        assert got is None
     store.close()
 
 
