@@ -53,9 +53,9 @@ _FILES_GUARD = threading.Lock()
 # A write waiting for its batch: its loop and future, its body and arguments, its store's `Fast`.
 _Write = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...], Fast]
 # A store's connections: ``connection(inline)`` lends one (`SqliteSessionStore._connection`).
-Connection = Callable[[bool], AbstractContextManager[sqlite3.Connection]]
-# A pass of a loop, for one store: the loop and the store's `Connection`.
-PassKey = tuple[asyncio.AbstractEventLoop, Connection]
+Lender = Callable[[bool], AbstractContextManager[sqlite3.Connection]]
+# A pass of a loop, for one store: the loop and the store's `Lender`.
+PassKey = tuple[asyncio.AbstractEventLoop, Lender]
 
 
 class FileWrites:
@@ -132,9 +132,7 @@ class FileWrites:
                     for w in batch:
                         _settle(w[1], exc, None)
         finally:
-            self.unlock()
-            if self.waiters:
-                self.wake()
+            self.release()
 
     # -- group commit in worker threads -------------------------------------------------
     async def batched(
