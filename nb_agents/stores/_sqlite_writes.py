@@ -62,6 +62,9 @@ class FileWrites:
     """The writes of one database file in this process: one at a time, batched in threads."""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         self._lock = threading.Lock()
         # the lock's own methods, no call in between: ``acquire(blocking=True)``, and
         # ``unlock()``, which `release` follows with `wake` when a loop waits
@@ -201,6 +204,19 @@ class FileWrites:
                 continue
             with contextlib.suppress(RuntimeError):  # its loop was closed
                 loop.call_soon_threadsafe(_settle, fut, error, out)
+
+
+def _after_fork() -> None:
+    """In a forked child, every file starts free: the parent's threads and loops are not
+    here, so a lock one of them held (a batch committing in a worker thread) would never be
+    released, and the writes waiting on them are the parent's to finish."""
+    global _FILES_GUARD
+    _FILES_GUARD = threading.Lock()
+    for files in _FILES.values():
+        files._start()  # the same object: the child's stores hold it
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def file_writes(path: str) -> FileWrites:

@@ -1,12 +1,15 @@
 """`SqliteSessionStore`'s writes on an event loop: the first of a loop pass runs at once, the
 others of the pass commit together at its end (one transaction), each failing alone; a
 caller cancelled while its write waits writes nothing, one cancelled after it ran stays
-written; two loops (threads) on one file take turns. (Claims racing in one pass: the
+written; two loops (threads) on one file take turns; a child forked while a thread held
+the file's lock writes all the same. (Claims racing in one pass: the
 conformance suite's `test_concurrent_winning_claims_write_one_pending_row`.)"""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -96,4 +99,42 @@ async def test_two_loops_on_one_file_take_turns(tmp_path: Path) -> None:
         for i in range(5):
             for k in range(40):
                 assert await store.get_snapshot(f"{name}-{i}-{k}") is not None
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(tmp_path: Path) -> None:
+    """The file's lock is held by a worker thread's batch for a whole commit: a child forked
+    then (a kernel's multiprocessing, a server's fork) has no such thread, and its writes
+    must not wait for it."""
+    store = SqliteSessionStore(tmp_path / "agents.db")
+    await store.save_snapshot("first", lambda cur: snap("first"))
+    files = store._writes_of_file
+    held, let_go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with files._lock:  # as `_drain` holds it while a batch commits
+            held.set()
+            let_go.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: the lock's holder is not here
+        code = 1
+        try:
+            signal.alarm(15)  # a hang is a failure, not a stuck suite
+            asyncio.run(store.save_snapshot("child", lambda cur: snap("child", created=1)))
+            code = 0
+        finally:
+            os._exit(code)
+    try:
+        _, status = await asyncio.get_running_loop().run_in_executor(None, os.waitpid, pid, 0)
+    finally:
+        let_go.set()
+        holder.join(10)
+    assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited for a thread it does not have
+    assert await store.get_snapshot("child") is not None  # the child's write is in the file
+    await store.save_snapshot("after", lambda cur: snap("after", created=2))  # the parent's lock works on
     store.close()
