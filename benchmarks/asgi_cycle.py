@@ -10,9 +10,13 @@ functions) instead of timings; with ``--statements`` the time of each SQLite
 statement a cycle runs (wall time in ``execute``, per cycle, and how many), so
 that the store's share of a cycle is seen apart from the Python around it.
 ``--tree DIR`` times another tree's nb_agents (``git archive <commit> nb_agents
-| tar -x -C DIR``), for before/after::
+| tar -x -C DIR``), for before/after; ``--floor`` times `floor_app.py`'s app on
+SQLite in the same rounds, alternated, so that the two apps' own CPU is seen
+apart from the HTTP server's, which S5's ratio folds in; ``--store memory`` serves
+nb_agents from its in-memory store (no SQLite)::
 
     .venv/bin/python benchmarks/asgi_cycle.py [--cycles 2000] [--rounds 3] [--tree DIR] [--concurrency 50]
+    .venv/bin/python benchmarks/asgi_cycle.py --concurrency 50 --floor [--store memory]
     .venv/bin/python benchmarks/asgi_cycle.py --profile json
     .venv/bin/python benchmarks/asgi_cycle.py --statements json
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETWORK = False  # set with more than one client: a request's body arrives a loop pass later
+STORE = "sqlite"  # or "memory" (--store): the engine and the server's path without SQLite
 
 
 def _scope(path: str, sse: bool, length: int) -> dict[str, Any]:
@@ -93,7 +98,7 @@ def build(work: str) -> Any:
 
     app, _ = build_app(
         load_target(os.path.join(HERE, "peers", "nb_agents", "s5_app.py") + ":agent"),
-        store=f"sqlite:///{work}/s5.db",
+        store=f"sqlite:///{work}/s5.db" if STORE == "sqlite" else "memory://",
     )
     return app
 
@@ -109,19 +114,33 @@ async def clients(app: Any, first: int, cycles: int, sse: bool, concurrency: int
     await asyncio.gather(*(one(c) for c in range(concurrency)))
 
 
-async def timed(cycles: int, rounds: int, concurrency: int = 1) -> dict[str, list[float]]:
+async def timed(
+    cycles: int, rounds: int, concurrency: int = 1, floor: bool = False
+) -> dict[str, list[float]]:
+    """CPU a cycle (us) per mode, each round's; with `floor`, the floor app's too (``floor-json``,
+    ``floor-sse``), each run right after nb_agents' of the same mode."""
     out: dict[str, list[float]] = {"json": [], "sse": []}
     with tempfile.TemporaryDirectory(prefix="asgi-cycle-") as work:
-        app = build(work)
-        for i in range(200):
-            await cycle(app, -i - 1, i % 2 == 1)
+        apps = {"": build(work)}
+        if floor:
+            import floor_app
+
+            floor_server = floor_app.Floor(f"sqlite:///{work}/floor.db")
+            await floor_server.open()
+            apps["floor-"] = floor_server
+            out.update({"floor-json": [], "floor-sse": []})
         n = 0
+        for app in apps.values():
+            for i in range(200):
+                await cycle(app, n, i % 2 == 1)
+                n += 1
         for _ in range(rounds):
             for mode in ("json", "sse"):
-                t0 = time.process_time()
-                await clients(app, n, cycles, mode == "sse", concurrency)
-                n += cycles
-                out[mode].append(round((time.process_time() - t0) * 1e6 / cycles, 1))
+                for label, app in apps.items():
+                    t0 = time.process_time()
+                    await clients(app, n, cycles, mode == "sse", concurrency)
+                    n += cycles
+                    out[label + mode].append(round((time.process_time() - t0) * 1e6 / cycles, 1))
     return out
 
 
@@ -189,21 +208,23 @@ def main() -> int:
         help="clients at once, each body a loop pass late (timings, profile)",
     )
     parser.add_argument("--statements", choices=["json", "sse"], help="time each SQLite statement")
+    parser.add_argument("--floor", action="store_true", help="time the floor's app too, alternated (timings)")
+    parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite", help="nb_agents' store")
     opts = parser.parse_args()
     if opts.tree:
         sys.path.insert(0, opts.tree)
     sys.path.insert(0, os.path.join(HERE, "peers", "nb_agents"))
     import nb_agents
 
-    global NETWORK
-    NETWORK = opts.concurrency > 1
+    global NETWORK, STORE
+    NETWORK, STORE = opts.concurrency > 1, opts.store
     if opts.profile:
         asyncio.run(profiled(opts.profile, opts.cycles, opts.concurrency))
         return 0
     if opts.statements:
         asyncio.run(statements(opts.statements, opts.cycles))
         return 0
-    res = asyncio.run(timed(opts.cycles, opts.rounds, opts.concurrency))
+    res = asyncio.run(timed(opts.cycles, opts.rounds, opts.concurrency, opts.floor))
     print(json.dumps({"tree": os.path.dirname(os.path.dirname(nb_agents.__file__)), "us_per_cycle": res}))
     return 0
 
