@@ -80,6 +80,20 @@ _BUSY: Any = object()  # what `_call` got from a write on the loop that found th
 _INHERITED: list[sqlite3.Connection] = []
 
 
+_STORES: weakref.WeakSet[SqliteSessionStore] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child, no thread of the parent holds a store's pool lock, nor checkpoints
+    (the rest of what the child must not share is dropped on its first call: `_connection`)."""
+    for store in list(_STORES):
+        store._pool_lock = threading.Lock()
+        store._writes, store._checkpointing = 0, False
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
     if os.getpid() == pid:  # a fork's copy belongs to the parent
         for pool in pools.values():
@@ -137,6 +151,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._checkpointing = False
         self._fast = Fast()  # the rows this process knows, the calls on them, the histories
         self._writes_of_file = file_writes(self.path)
+        _STORES.add(self)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"

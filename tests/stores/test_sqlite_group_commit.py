@@ -106,16 +106,20 @@ async def test_two_loops_on_one_file_take_turns(tmp_path: Path) -> None:
 async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(tmp_path: Path) -> None:
     """The file's lock is held by a worker thread's batch for a whole commit: a child forked
     then (a kernel's multiprocessing, a server's fork) has no such thread, and its writes
-    must not wait for it."""
+    must not wait for it (nor for a pool lock or a checkpoint of the parent's)."""
     store = SqliteSessionStore(tmp_path / "agents.db")
     await store.save_snapshot("first", lambda cur: snap("first"))
     files = store._writes_of_file
     held, let_go = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with files._lock:  # as `_drain` holds it while a batch commits
+        # the file's lock as `_drain` holds it while a batch commits, the pool's as a call
+        # that takes a connection, and a checkpoint under way
+        with files._lock, store._pool_lock:
+            store._checkpointing = True
             held.set()
             let_go.wait(30)
+        store._checkpointing = False
 
     holder = threading.Thread(target=hold)
     holder.start()
@@ -126,7 +130,7 @@ async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(t
         try:
             signal.alarm(15)  # a hang is a failure, not a stuck suite
             asyncio.run(store.save_snapshot("child", lambda cur: snap("child", created=1)))
-            code = 0
+            code = 0 if not store._checkpointing else 3  # the parent's checkpoint is not the child's
         finally:
             os._exit(code)
     try:
