@@ -131,9 +131,8 @@ class FileWrites:
                             _settle(fut, None, body(conn, *args))
                         else:
                             self._commit(conn, batch, True)
-                except Exception as exc:  # noqa: BLE001 - the writes' outcome (a busy database: none ran)
-                    for w in batch:
-                        _settle(w[1], exc, None)
+                except BaseException as exc:  # noqa: BLE001 - each write's outcome not told yet (busy: none ran)
+                    _tell_all(batch, exc, True)
         finally:
             self.release()
 
@@ -163,14 +162,19 @@ class FileWrites:
             with self._guard:
                 batch, self._queue = self._queue, []
             if batch:  # else another thread committed this write in its batch
-                with connection() as conn:
-                    self._commit(conn, batch, False)
+                try:
+                    with connection() as conn:
+                        self._commit(conn, batch, False)
+                except BaseException as exc:  # noqa: BLE001 - no connection: none ran (each caller is told)
+                    _tell_all(batch, exc, False)
         finally:
             self.release()
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Write], here: bool) -> None:
         """The batch in one transaction, a savepoint per write; each caller's outcome set
-        (`here`: on this loop, else from this worker thread)."""
+        (`here`: on this loop, else from this worker thread). Whatever a write raises is its
+        own outcome, an interrupt too (not an `Exception`: its caller raises it); whatever
+        stops the transaction is every write's. No caller is left waiting."""
         outcomes: list[tuple[BaseException | None, Any, Any]] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -179,7 +183,7 @@ class FileWrites:
                 fast.hold()  # what the write teaches its store waits for the commit
                 try:
                     out = body(conn, *args)
-                except Exception as failed:  # noqa: BLE001 - the write's own outcome, given to its caller
+                except BaseException as failed:  # noqa: BLE001 - the write's own outcome, given to its caller
                     outcomes.append((failed, None, fast.held()))
                     conn.execute("ROLLBACK TO write")
                 else:
@@ -190,11 +194,9 @@ class FileWrites:
                     fast.held()
                 conn.execute("RELEASE write")
             conn.execute("COMMIT")
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - every write's outcome, given to its caller
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            if not isinstance(exc, Exception):
-                raise
             outcomes = [(exc, None, None)] * len(batch)
         for (loop, fut, _, _, fast), (error, out, learned) in zip(batch, outcomes, strict=True):
             if error is None and out is not SLOW and learned is not None:
@@ -227,6 +229,16 @@ def file_writes(path: str) -> FileWrites:
         if found is None:
             found = _FILES[key] = FileWrites()
         return found
+
+
+def _tell_all(batch: list[_Write], exc: BaseException, here: bool) -> None:
+    """Fail every write of `batch` whose caller has no outcome yet with `exc` (`here`: on its loop)."""
+    for loop, fut, *_ in batch:
+        if here:
+            _settle(fut, exc, None)
+            continue
+        with contextlib.suppress(RuntimeError):  # its loop was closed
+            loop.call_soon_threadsafe(_settle, fut, exc, None)
 
 
 def _settle(fut: asyncio.Future[Any], exc: BaseException | None, out: Any) -> None:

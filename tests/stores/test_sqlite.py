@@ -330,20 +330,24 @@ async def test_writes_off_the_loop_commit_together(tmp_path: Path) -> None:
     store.close()
 
 
-def ten_saves_and_a_failing_one(store: SqliteSessionStore) -> asyncio.Future[list[Any]]:
-    """Ten saves (``w0``..``w9``) with one that raises between the fifth and the sixth, gathered."""
+def ten_saves_and_a_failing_one(
+    store: SqliteSessionStore, error: type[BaseException] = RuntimeError
+) -> asyncio.Future[list[Any]]:
+    """Ten saves (``w0``..``w9``) with one that raises `error` between the fifth and the sixth, gathered."""
 
     def boom(cur: SessionSnapshot | None) -> SessionSnapshot:
-        raise RuntimeError("boom")
+        raise error("boom")
 
     saves = [store.save_snapshot(f"w{i}", lambda cur, i=i: snap(f"w{i}", created=2 + i)) for i in range(10)]
     return asyncio.gather(*saves[:5], store.save_snapshot("bad", boom), *saves[5:], return_exceptions=True)
 
 
-async def check_ten_saved_and_the_failing_one_alone(store: SqliteSessionStore, results: list[Any]) -> None:
+async def check_ten_saved_and_the_failing_one_alone(
+    store: SqliteSessionStore, results: list[Any], error: type[BaseException] = RuntimeError
+) -> None:
     """`ten_saves_and_a_failing_one`'s outcome: the failing save raised and wrote nothing,
     the ten were written."""
-    assert isinstance(results[5], RuntimeError) and str(results[5]) == "boom"
+    assert isinstance(results[5], error) and str(results[5]) == "boom"
     written = [r for i, r in enumerate(results) if i != 5]
     assert [r.snapshot_id for r in written if isinstance(r, SessionSnapshot)] == [f"w{i}" for i in range(10)]
     for i in range(10):

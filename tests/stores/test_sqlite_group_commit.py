@@ -13,10 +13,12 @@ import signal
 import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
 from nb_agents.stores.sqlite import SqliteSessionStore
 from nb_agents.testing._store_samples import snap
+from nb_agents.types import SessionSnapshot
 
 from .test_sqlite import _commits, check_ten_saved_and_the_failing_one_alone, ten_saves_and_a_failing_one
 
@@ -141,4 +143,39 @@ async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(t
     assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited for a thread it does not have
     assert await store.get_snapshot("child") is not None  # the child's write is in the file
     await store.save_snapshot("after", lambda cur: snap("after", created=2))  # the parent's lock works on
+    store.close()
+
+
+class Halt(BaseException):
+    """Not an `Exception`: as a ``KeyboardInterrupt`` raised inside a mutator, or a caller's own."""
+
+
+@pytest.mark.parametrize("where", ["loop", "threads"])
+async def test_a_write_that_raises_a_base_exception_fails_alone_and_leaves_no_caller_waiting(
+    tmp_path: Path, where: str
+) -> None:
+    """A batch's write that raises what is not an `Exception` (an interrupt) is that write's
+    outcome, as any failure: the others commit, and every caller hears back."""
+    path = tmp_path / "agents.db"
+    store = SqliteSessionStore(path, synchronous="full" if where == "threads" else "normal")
+    await store.save_snapshot("first", lambda cur: snap("first"))
+    go = threading.Event()
+    if where == "threads":  # the writes queue behind a batch that holds the file's lock
+        holding = threading.Event()
+
+        def slow(cur: SessionSnapshot | None) -> SessionSnapshot:
+            holding.set()
+            go.wait(10)
+            return snap("slow", created=1)
+
+        first = asyncio.ensure_future(store.save_snapshot("slow", slow))
+        assert await anyio.to_thread.run_sync(holding.wait, 10)
+    gathered = ten_saves_and_a_failing_one(store, Halt)
+    if where == "threads":
+        for _ in range(3):
+            await asyncio.sleep(0)
+        go.set()
+        assert (await first) is not None
+    results = await asyncio.wait_for(gathered, 10)  # before: the callers batched with it waited forever
+    await check_ten_saved_and_the_failing_one_alone(store, results, Halt)
     store.close()
