@@ -15,8 +15,9 @@ fresh server process on it, driven over HTTP by the S5 load generator in
    concurrently (half of the clients streaming), then twice as many (what a
    cycle adds is the difference: `marginal`); before each,
    ``pg_stat_statements_reset()``; after each, idle again (or, for the last,
-   the server stopped), then the statements (``pg_stat_statements``: calls by
-   normalized text, ``BEGIN``/``COMMIT``/``ROLLBACK`` included) and the
+   the server stopped), then the statements (``pg_stat_statements``: calls, and
+   the time PostgreSQL spent planning and executing them, by normalized text,
+   ``BEGIN``/``COMMIT``/``ROLLBACK`` included) and the
    transactions (the database's ``xact_commit + xact_rollback`` delta) read
    from the ``postgres`` database, so the reading counts in neither.
 
@@ -67,6 +68,9 @@ def drive(server: Server, clients: int, cycles: int, sse: str, tag: str) -> dict
 def per_cycle(counts: dict[str, Any], before: dict[str, Any], cycles: int) -> dict[str, Any]:
     """Statements, transactions and new connections of one measurement, in all and per cycle."""
     stmts: dict[str, int] = counts["statements"]
+    times: dict[str, tuple[float, float]] = counts.get("times", {})
+    plan_ms = sum(t[0] for t in times.values())
+    exec_ms = sum(t[1] for t in times.values())
     control = sum(n for q, n in stmts.items() if q.lstrip().upper().startswith(TX_CONTROL))
     total = sum(stmts.values())
     tx = counts["transactions"] - before["transactions"]
@@ -85,9 +89,17 @@ def per_cycle(counts: dict[str, Any], before: dict[str, Any], cycles: int) -> di
             "transactions": round(tx / cycles, 2),
             "rolled_back": round(rollbacks / cycles, 3),
             "connections_opened": round(conns / cycles, 3),
+            "plan_us": round(plan_ms * 1000 / cycles, 1),
+            "exec_us": round(exec_ms * 1000 / cycles, 1),
         },
         "by_statement": [
-            {"calls": n, "per_cycle": round(n / cycles, 2), "query": " ".join(q.split())[:300]}
+            {
+                "calls": n,
+                "per_cycle": round(n / cycles, 2),
+                "plan_us_per_cycle": round(times.get(q, (0.0, 0.0))[0] * 1000 / cycles, 1),
+                "exec_us_per_cycle": round(times.get(q, (0.0, 0.0))[1] * 1000 / cycles, 1),
+                "query": " ".join(q.split())[:300],
+            }
             for q, n in stmts.items()
         ],
     }
@@ -159,7 +171,8 @@ def brief(m: dict[str, Any]) -> str:
         f"{m['cycles']} cycle(s): {pc['statements']} statements/cycle "
         f"({pc['statements_without_begin_commit']} without BEGIN/COMMIT), "
         f"{pc['transactions']} transactions/cycle ({m['rolled_back']} rolled back), "
-        f"{pc['connections_opened']} connections opened/cycle"
+        f"{pc['connections_opened']} connections opened/cycle; the statements' time in PostgreSQL "
+        f"{pc['plan_us']} us planning, {pc['exec_us']} us executing a cycle"
     )
 
 

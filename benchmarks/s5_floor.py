@@ -225,19 +225,21 @@ def render_counts(counts: dict[str, Any]) -> str:
         f"PostgreSQL statements and transactions per cycle ({counts.get('postgres')}; "
         f"{counts.get('method')}):",
         "",
-        "| server | measurement | statements | of which not BEGIN/COMMIT | transactions | rolled back |",
-        "|---|---|---|---|---|---|",
+        "| server | measurement | statements | of which not BEGIN/COMMIT | transactions | rolled back "
+        "| their time in PostgreSQL, planning / executing |",
+        "|---|---|---|---|---|---|---|",
     ]
     for kind, m in counts["kinds"].items():
         if m.get("status") == "error":
-            rows.append(f"| {kind} | error: {m['error'][:200]} | | | | |")
+            rows.append(f"| {kind} | error: {m['error'][:200]} | | | | | |")
             continue
         for label, v in m.items():
             if isinstance(v, dict) and "per_cycle" in v:
                 pc = v["per_cycle"]
                 name = f"a cycle more ({v['note']})" if label == "marginal" else label.replace("_", " ")
+                times = f"{pc['plan_us']} / {pc['exec_us']} us" if "exec_us" in pc else "—"
                 rows.append(
                     f"| {kind} | {name} | {pc['statements']} | {pc['statements_without_begin_commit']} | "
-                    f"{pc['transactions']} | {pc.get('rolled_back', '—')} |"
+                    f"{pc['transactions']} | {pc.get('rolled_back', '—')} | {times} |"
                 )
     return "\n".join(rows)

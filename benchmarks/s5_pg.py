@@ -41,6 +41,7 @@ def _test_helper() -> ModuleType:
 COUNTING = {
     "shared_preload_libraries": "pg_stat_statements",
     "pg_stat_statements.track": "all",
+    "pg_stat_statements.track_planning": "on",  # planning time apart from execution time
     "autovacuum": "off",
 }
 
@@ -97,12 +98,13 @@ class Postgres:
         self._admin("SELECT pg_stat_statements_reset()")
 
     def counts(self, dbname: str) -> dict[str, Any]:
-        """Statements since `reset_counts` in `dbname` (calls by normalized text), and its transactions
+        """Statements since `reset_counts` in `dbname` (calls and planning and execution times by
+        normalized text), and its transactions
         (committed + rolled back; and the rolled back alone) and connections (sessions) so far, as
         its statistics hold them once flushed."""
         rows = self._admin(
-            "SELECT s.query, s.calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
-            "WHERE d.datname = %s ORDER BY s.calls DESC, s.query",
+            "SELECT s.query, s.calls, s.total_plan_time, s.total_exec_time FROM pg_stat_statements s "
+            "JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = %s ORDER BY s.calls DESC, s.query",
             (dbname,),
         )
         xact = self._admin(
@@ -111,10 +113,14 @@ class Postgres:
             (dbname,),
         )
         statements: dict[str, int] = {}
-        for query, calls in rows:  # one text may have several entries (per user, top level or not)
+        times: dict[str, tuple[float, float]] = {}  # ms planning, ms executing
+        for query, calls, plan_ms, exec_ms in rows:  # a text may have several entries (per user, level)
             statements[query] = statements.get(query, 0) + int(calls)
+            was = times.get(query, (0.0, 0.0))
+            times[query] = (was[0] + float(plan_ms), was[1] + float(exec_ms))
         return {
             "statements": statements,
+            "times": times,
             "transactions": int(xact[0][0]) if xact else 0,
             "connections": int(xact[0][1]) if xact else 0,
             "rollbacks": int(xact[0][2]) if xact else 0,
