@@ -23,6 +23,7 @@ import os
 import select
 import socket
 import threading
+import weakref
 from typing import Any
 
 import psycopg
@@ -35,6 +36,19 @@ __all__ = ["PgListener"]
 _INHERITED: list[Any] = []  # connections and sockets a forked child inherited: never used there
 _IDLE_WAKE = 30.0  # seconds a select may block; the socket or the wake pipe ends it sooner
 _MAX_PAUSE = 2.0
+
+
+_LISTENERS: weakref.WeakSet[PgListener] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child no thread of the parent holds a listener's lock (its first `start`
+    there drops the parent's thread and connection)."""
+    for listener in list(_LISTENERS):
+        listener._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 class PgListener:
@@ -56,6 +70,7 @@ class PgListener:
         self._pid = os.getpid()
         self._conn: psycopg.Connection[Any] | None = None
         self.listening = threading.Event()  # set while LISTEN is in effect
+        _LISTENERS.add(self)
 
     def start(self) -> None:
         """Start listening, unless already started (in this process)."""

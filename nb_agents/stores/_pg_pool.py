@@ -36,6 +36,20 @@ T = TypeVar("T")
 _INHERITED: list[psycopg.Connection[Any]] = []
 
 
+_POOLS: weakref.WeakSet[PgPool] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child no thread of the parent holds a pool's lock (the pool's first use there
+    drops the parent's connections: `PgPool._acquire`)."""
+    for pool in list(_POOLS):
+        pool._lock = threading.Lock()
+        pool._returned = threading.Condition(pool._lock)
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _close_all(conns: list[psycopg.Connection[Any]], pid: int) -> None:
     if os.getpid() == pid:  # a fork's copy of the list belongs to the parent
         while conns:
@@ -77,6 +91,7 @@ class PgPool:
         self._pid = os.getpid()
         self._ready = False
         self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
+        _POOLS.add(self)
 
     @contextlib.contextmanager
     def transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:

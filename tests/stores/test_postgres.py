@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import os
 import queue
+import signal
 import threading
 import time
 import weakref
@@ -374,3 +376,46 @@ async def test_two_processes_resume_one_interrupt_and_the_tool_runs_once(dsn: st
         assert results["p1"][1] == results["p2"][1] != paused.snapshot_id  # both see the one resumed turn
         trail = await store.audit("acct-1")
     assert [(r.snapshot_id, r.kind, r.answer) for r in trail] == [(paused.snapshot_id, "restart", True)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+async def test_a_child_forked_while_a_thread_holds_the_pools_lock_still_reads_and_writes(dsn: str) -> None:
+    """A thread of the parent holding the pool's or the listener's lock at the fork (taking a
+    connection, starting to listen) does not exist in the child: the child's calls must not
+    wait for it, and use connections of their own."""
+    async with PostgresSessionStore(dsn) as store:
+        await put(store, snap("first"))
+        pool, listener = store._pool, store._listener
+        held, let_go = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with pool._lock, listener._lock:
+                held.set()
+                let_go.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(10)
+        pid = os.fork()
+        if pid == 0:  # the child: the locks' holder is not here
+            code = 1
+            try:
+                signal.alarm(15)  # a hang is a failure, not a stuck suite
+
+                async def child() -> None:
+                    assert await store.get_snapshot("first") is not None
+                    await put(store, snap("child", created=1))
+                    await store.wait_changed("child", 0.01)  # starts the child's own listener
+
+                asyncio.run(child())
+                code = 0
+            finally:
+                os._exit(code)
+        try:
+            _, status = await anyio.to_thread.run_sync(os.waitpid, pid, 0)
+        finally:
+            let_go.set()
+            holder.join(10)
+        assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited for a thread it does not have
+        got = await store.get_snapshot("child")
+        assert got is not None and got.to_wire() == snap("child", created=1).to_wire()
