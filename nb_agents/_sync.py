@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -105,6 +106,18 @@ def start(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 
 # Background work (detached turns, heartbeats) must not be garbage-collected mid-flight.
 _BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+def _after_fork() -> None:
+    """In a forked child none of the parent's threads run: its copy of the private loop still
+    says it is running, and a twin would wait on it forever. The child starts a loop of its
+    own on first use; the parent's background tasks are the parent's."""
+    global _lock, _loop, _thread
+    _lock, _loop, _thread = threading.Lock(), None, None
+    _BACKGROUND.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def keep(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:

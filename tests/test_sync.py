@@ -4,6 +4,8 @@ from inside an already running event loop (as in a Jupyter cell)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 
 import pytest
@@ -105,3 +107,25 @@ def test_connection_from_sync_code() -> None:
         out = conn.output_sync()
     assert out.finish_reason == "stop" and out.message is not None and out.message.text == "wired!"
     assert len(done) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_twins_on_a_private_loop_of_its_own() -> None:
+    """``multiprocessing`` forks on Linux: a worker of a process that already used a twin has a
+    copy of the private loop that says it runs, and no thread running it."""
+    agent, _ = approval_agent(store=False)
+    assert agent.chat().send_sync("wire 5").finish_reason == "interrupted"  # the parent's loop runs
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            signal.alarm(15)  # a hang is a failure, not a stuck suite
+            child, _ = approval_agent(store=False)
+            res = child.chat().send_sync("wire 5")
+            code = 0 if res.finish_reason == "interrupted" else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited for the parent's loop
+    again, _ = approval_agent(store=False)
+    assert again.chat().send_sync("wire 5").finish_reason == "interrupted"  # the parent's loop runs on

@@ -4,6 +4,8 @@ naming the server (or, for the question, goes on), and the session loses nothing
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -158,3 +160,31 @@ async def test_an_answer_after_the_server_restarted_goes_on_from_the_stored_ques
     assert out.finish_reason == "stop"
     assert last_tool_output(model) == {"result": "tagged ideas.txt: [high] tags: mcp"}
     assert (notes_dir / "ideas.txt").read_text() == "[high] tags: mcp\nan MCP server for notes\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_connects_to_the_server_on_its_own(notes_server: MCPServer) -> None:
+    """A worker forked by ``multiprocessing`` has a copy of the parent's session, whose owner
+    task and server pipes are the parent's: the child's calls go through a connection (and a
+    server process) of its own, and the parent's session goes on untouched."""
+
+    def list_notes() -> object:
+        model = ScriptedModel([tool_call_response(("list_notes", "l1", {})), text_response("two notes")])
+        agent = nba.define_agent("notes", model=model, tools=[notes_server])
+        assert agent.chat().send_sync("what notes do I have?").finish_reason == "stop"
+        return last_tool_output(model)
+
+    listed = {"result": ["groceries.txt", "ideas.txt"]}
+    assert list_notes() == listed  # the parent's session is open
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            signal.alarm(20)  # a hang is a failure, not a stuck suite
+            code = 0 if list_notes() == listed else 2
+            notes_server.aclose_sync()  # its own server process, not the parent's
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited on the parent's session
+    assert list_notes() == listed  # the parent's session, unharmed
