@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,11 @@ class Changes:
     """
 
     def __init__(self) -> None:
+        self._start()
+        _ALL.add(self)
+
+    def _start(self) -> None:
+        """Nobody waiting, the lock free (again in a forked child, whose waiters are its parent's)."""
         self._lock = threading.Lock()
         self._waiters: dict[str, set[_Waiter]] = {}
         self._subscribers: dict[str, set[_Subscriber]] = {}
@@ -126,6 +132,19 @@ class Changes:
 
 _SHARED: weakref.WeakValueDictionary[str, Changes] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
+_ALL: weakref.WeakSet[Changes] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    """In a forked child no thread of the parent holds a lock here, and nobody waits: the
+    waiters and subscribers were the parent's, on its loops."""
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    for changes in list(_ALL):
+        changes._start()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def shared(key: str) -> Changes:

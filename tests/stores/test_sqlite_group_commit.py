@@ -108,16 +108,19 @@ async def test_two_loops_on_one_file_take_turns(tmp_path: Path) -> None:
 async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(tmp_path: Path) -> None:
     """The file's lock is held by a worker thread's batch for a whole commit: a child forked
     then (a kernel's multiprocessing, a server's fork) has no such thread, and its writes
-    must not wait for it (nor for a pool lock or a checkpoint of the parent's)."""
+    must not wait for it (nor for a pool lock, the waiters' lock or a checkpoint of the parent's)."""
     store = SqliteSessionStore(tmp_path / "agents.db")
     await store.save_snapshot("first", lambda cur: snap("first"))
     files = store._writes_of_file
     held, let_go = threading.Event(), threading.Event()
 
+    # someone waits for a row (a save then wakes waiters, under the changes' lock)
+    stop_watching = store.on_change("child", lambda: None)
+
     def hold() -> None:
         # the file's lock as `_drain` holds it while a batch commits, the pool's as a call
-        # that takes a connection, and a checkpoint under way
-        with files._lock, store._pool_lock:
+        # that takes a connection, the changes' as a save that wakes waiters, a checkpoint
+        with files._lock, store._pool_lock, store._changes._lock:
             store._checkpointing = True
             held.set()
             let_go.wait(30)
@@ -143,6 +146,7 @@ async def test_a_child_forked_while_a_thread_holds_the_files_lock_still_writes(t
     assert os.waitstatus_to_exitcode(status) == 0  # -SIGALRM: it waited for a thread it does not have
     assert await store.get_snapshot("child") is not None  # the child's write is in the file
     await store.save_snapshot("after", lambda cur: snap("after", created=2))  # the parent's lock works on
+    stop_watching()
     store.close()
 
 
