@@ -25,6 +25,7 @@ import asyncio
 import functools
 import os
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -108,13 +109,30 @@ def start(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
 _BACKGROUND: set[asyncio.Task[Any]] = set()
 
 
+# what each object of this process does in a child forked from it (`reset_after_fork`)
+_FORK_RESETS: weakref.WeakKeyDictionary[Any, Callable[[Any], None]] = weakref.WeakKeyDictionary()
+
+
+def reset_after_fork(obj: T, reset: Callable[[T], None]) -> None:
+    """Call ``reset(obj)`` in a child forked from this process, while `obj` lives.
+
+    None of the parent's threads run in the child: a lock one of them held stays held,
+    and what waited on the parent's loops waits for nothing. `reset` gives `obj` fresh
+    locks and forgets what was the parent's (pass a function, not a bound method: the
+    entry must not keep `obj` alive).
+    """
+    _FORK_RESETS[obj] = reset
+
+
 def _after_fork() -> None:
-    """In a forked child none of the parent's threads run: its copy of the private loop still
-    says it is running, and a twin would wait on it forever. The child starts a loop of its
-    own on first use; the parent's background tasks are the parent's."""
+    """In a forked child: the private loop's copy still says it is running, and a twin would
+    wait on it forever, so the child starts a loop of its own on first use; the parent's
+    background tasks are the parent's; then every object's own reset."""
     global _lock, _loop, _thread
     _lock, _loop, _thread = threading.Lock(), None, None
     _BACKGROUND.clear()
+    for obj, reset in list(_FORK_RESETS.items()):
+        reset(obj)
 
 
 os.register_at_fork(after_in_child=_after_fork)

@@ -24,10 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import shlex
 import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,23 +50,6 @@ def _sdk_missing() -> str | None:
     if importlib.util.find_spec("mcp") is None:
         return "nb_agents.mcp needs the MCP SDK: pip install 'nb_agents[mcp]'"
     return None
-
-
-_SERVERS: weakref.WeakSet[MCPServer] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    """In a forked child (a ``multiprocessing`` worker) the parent's session is the parent's:
-    its owner task ran on the parent's private loop, its server's pipes are shared. The child
-    leaves it be and connects on its own first use (a stdio server of its own); the held
-    calls and the locks go too. The tools listed stay known, to be listed again there."""
-    for server in list(_SERVERS):
-        server._conn = server._tools_of = server._connecting = None
-        server._held = {}
-        server._held_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork)
 
 
 class MCPServer:
@@ -136,7 +117,16 @@ class MCPServer:
         self._tools_of: Connection | None = None
         self._held: dict[CallKey, Call] = {}
         self._held_lock = threading.Lock()
-        _SERVERS.add(self)
+        _sync.reset_after_fork(self, MCPServer._forked)
+
+    def _forked(self) -> None:
+        """In a forked child (a ``multiprocessing`` worker) the parent's session is the parent's:
+        its owner task ran on the parent's private loop, its server's pipes are shared. The child
+        leaves it be and connects on its own first use (a stdio server of its own); the held
+        calls and the locks go too. The tools listed stay known, to be listed again there."""
+        self._conn = self._tools_of = self._connecting = None
+        self._held = {}
+        self._held_lock = threading.Lock()
 
     # -- constructors ------------------------------------------------------------------------
     @classmethod

@@ -24,6 +24,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from .._sync import reset_after_fork
+
 __all__ = ["Changes", "shared"]
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
@@ -46,7 +48,7 @@ class Changes:
 
     def __init__(self) -> None:
         self._start()
-        _ALL.add(self)
+        reset_after_fork(self, Changes._start)
 
     def _start(self) -> None:
         """Nobody waiting, the lock free (again in a forked child, whose waiters are its parent's)."""
@@ -132,16 +134,11 @@ class Changes:
 
 _SHARED: weakref.WeakValueDictionary[str, Changes] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
-_ALL: weakref.WeakSet[Changes] = weakref.WeakSet()
 
 
 def _after_fork() -> None:
-    """In a forked child no thread of the parent holds a lock here, and nobody waits: the
-    waiters and subscribers were the parent's, on its loops."""
     global _SHARED_LOCK
-    _SHARED_LOCK = threading.Lock()
-    for changes in list(_ALL):
-        changes._start()
+    _SHARED_LOCK = threading.Lock()  # a parent's thread may have held it (each `Changes` resets itself)
 
 
 os.register_at_fork(after_in_child=_after_fork)

@@ -23,11 +23,11 @@ import os
 import select
 import socket
 import threading
-import weakref
 from typing import Any
 
 import psycopg
 
+from .._sync import reset_after_fork
 from ._changes import Changes
 from ._pg_rows import CHANNEL
 
@@ -36,19 +36,6 @@ __all__ = ["PgListener"]
 _INHERITED: list[Any] = []  # connections and sockets a forked child inherited: never used there
 _IDLE_WAKE = 30.0  # seconds a select may block; the socket or the wake pipe ends it sooner
 _MAX_PAUSE = 2.0
-
-
-_LISTENERS: weakref.WeakSet[PgListener] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    """In a forked child no thread of the parent holds a listener's lock (its first `start`
-    there drops the parent's thread and connection)."""
-    for listener in list(_LISTENERS):
-        listener._lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork)
 
 
 class PgListener:
@@ -70,7 +57,12 @@ class PgListener:
         self._pid = os.getpid()
         self._conn: psycopg.Connection[Any] | None = None
         self.listening = threading.Event()  # set while LISTEN is in effect
-        _LISTENERS.add(self)
+        reset_after_fork(self, PgListener._forked)
+
+    def _forked(self) -> None:
+        """In a forked child no thread of the parent holds the lock (the first `start` there
+        drops the parent's thread and connection)."""
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Start listening, unless already started (in this process)."""

@@ -28,26 +28,14 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from .._sync import reset_after_fork
+
 __all__ = ["PgPool"]
 
 T = TypeVar("T")
 
 # Connections a forked child inherited: never used, closed or collected there.
 _INHERITED: list[psycopg.Connection[Any]] = []
-
-
-_POOLS: weakref.WeakSet[PgPool] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    """In a forked child no thread of the parent holds a pool's lock (the pool's first use there
-    drops the parent's connections: `PgPool._acquire`)."""
-    for pool in list(_POOLS):
-        pool._lock = threading.Lock()
-        pool._returned = threading.Condition(pool._lock)
-
-
-os.register_at_fork(after_in_child=_after_fork)
 
 
 def _close_all(conns: list[psycopg.Connection[Any]], pid: int) -> None:
@@ -91,7 +79,13 @@ class PgPool:
         self._pid = os.getpid()
         self._ready = False
         self._finalizer = weakref.finalize(self, _close_all, self._idle, self._pid)
-        _POOLS.add(self)
+        reset_after_fork(self, PgPool._forked)
+
+    def _forked(self) -> None:
+        """In a forked child no thread of the parent holds the lock (the pool's first use there
+        drops the parent's connections: `_acquire`)."""
+        self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)
 
     @contextlib.contextmanager
     def transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:

@@ -42,14 +42,13 @@ known row's messages, else the links the general path rebuilt.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from .._sync import reset_after_fork
 from ..types import Message, SessionSnapshot
 from ._base import SLOW
 from ._delta import MessageCache, detached, history
@@ -105,17 +104,6 @@ _RULES = "SELECT r.rules FROM rules r JOIN sessions ss ON ss.key = r.session WHE
 _RULES_BY_KEY = "SELECT rules FROM rules WHERE session = ?"
 
 
-_ALL: weakref.WeakSet[Fast] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    for fast in list(_ALL):
-        fast._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork)
-
-
 def _statements(template: str, *guards: str) -> dict[tuple[bool, ...], str]:
     """`template` with each combination of `guards` (in its ``WHERE``), by which are on."""
     out = {}
@@ -143,7 +131,7 @@ class Fast:
         self._messages = 0
         self._lock = threading.Lock()
         self._local = threading.local()  # `held`: what a batched write would remember, till it commits
-        _ALL.add(self)
+        reset_after_fork(self, Fast._forked)
 
     def _forked(self) -> None:
         """In a forked child: forget what the parent knew (its writes since go on without it),

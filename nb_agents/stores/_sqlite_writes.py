@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from .._sync import reset_after_fork
 from ._sqlite_fast import SLOW, Fast
 
 __all__ = ["FileWrites", "file_writes"]
@@ -63,6 +64,9 @@ class FileWrites:
 
     def __init__(self) -> None:
         self._start()
+        # in a forked child the file starts free: a lock a parent's thread held (a batch
+        # committing) would never be released, and the writes waiting are the parent's
+        reset_after_fork(self, FileWrites._start)
 
     def _start(self) -> None:
         self._lock = threading.Lock()
@@ -78,6 +82,7 @@ class FileWrites:
         self.passes: dict[PassKey, tuple[asyncio.Task[Any] | None, list[_Write]]] = {}
 
     def release(self) -> None:
+        """Free the file, and wake the loops that wait for it."""
         self.unlock()
         if self.waiters:  # a waiter added meanwhile sees the lock free (see `flush`)
             self.wake()
@@ -87,8 +92,7 @@ class FileWrites:
         with self._guard:
             waiters, self.waiters = self.waiters, []
         for loop, fut in waiters:
-            with contextlib.suppress(RuntimeError):  # its loop was closed
-                loop.call_soon_threadsafe(_settle, fut, None, None)
+            _tell(loop, fut, None, None, False)
 
     # -- group commit on the loop -------------------------------------------------------
     async def join(self, key: PassKey, body: Callable[..., T], args: tuple[Any, ...], fast: Fast) -> T:
@@ -201,21 +205,12 @@ class FileWrites:
         for (loop, fut, _, _, fast), (error, out, learned) in zip(batch, outcomes, strict=True):
             if error is None and out is not SLOW and learned is not None:
                 fast.keep(learned)
-            if here:
-                _settle(fut, error, out)
-                continue
-            with contextlib.suppress(RuntimeError):  # its loop was closed
-                loop.call_soon_threadsafe(_settle, fut, error, out)
+            _tell(loop, fut, error, out, here)
 
 
 def _after_fork() -> None:
-    """In a forked child, every file starts free: the parent's threads and loops are not
-    here, so a lock one of them held (a batch committing in a worker thread) would never be
-    released, and the writes waiting on them are the parent's to finish."""
     global _FILES_GUARD
-    _FILES_GUARD = threading.Lock()
-    for files in _FILES.values():
-        files._start()  # the same object: the child's stores hold it
+    _FILES_GUARD = threading.Lock()  # a parent's thread may have held it (each file resets itself)
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -232,13 +227,20 @@ def file_writes(path: str) -> FileWrites:
 
 
 def _tell_all(batch: list[_Write], exc: BaseException, here: bool) -> None:
-    """Fail every write of `batch` whose caller has no outcome yet with `exc` (`here`: on its loop)."""
+    """Fail every write of `batch` whose caller has no outcome yet with `exc`."""
     for loop, fut, *_ in batch:
-        if here:
-            _settle(fut, exc, None)
-            continue
-        with contextlib.suppress(RuntimeError):  # its loop was closed
-            loop.call_soon_threadsafe(_settle, fut, exc, None)
+        _tell(loop, fut, exc, None, here)
+
+
+def _tell(
+    loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], exc: BaseException | None, out: Any, here: bool
+) -> None:
+    """Give a write's caller its outcome: at once `here` (on its loop), else from this thread."""
+    if here:
+        _settle(fut, exc, out)
+        return
+    with contextlib.suppress(RuntimeError):  # its loop was closed
+        loop.call_soon_threadsafe(_settle, fut, exc, out)
 
 
 def _settle(fut: asyncio.Future[Any], exc: BaseException | None, out: Any) -> None:

@@ -50,6 +50,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import anyio.to_thread
 
+from .._sync import reset_after_fork
 from ..types import SessionSnapshot
 from ._base import SLOW, BaseSessionStore, SaveHow, with_effective_status
 from ._changes import shared
@@ -78,20 +79,6 @@ _BUSY: Any = object()  # what `_call` got from a write on the loop that found th
 
 # Connections a forked child inherited: never used, closed or collected there.
 _INHERITED: list[sqlite3.Connection] = []
-
-
-_STORES: weakref.WeakSet[SqliteSessionStore] = weakref.WeakSet()
-
-
-def _after_fork() -> None:
-    """In a forked child, no thread of the parent holds a store's pool lock, nor checkpoints
-    (the rest of what the child must not share is dropped on its first call: `_connection`)."""
-    for store in list(_STORES):
-        store._pool_lock = threading.Lock()
-        store._writes, store._checkpointing = 0, False
-
-
-os.register_at_fork(after_in_child=_after_fork)
 
 
 def _close_pools(pools: dict[bool, list[sqlite3.Connection]], pid: int) -> None:
@@ -151,10 +138,16 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
         self._checkpointing = False
         self._fast = Fast()  # the rows this process knows, the calls on them, the histories
         self._writes_of_file = file_writes(self.path)
-        _STORES.add(self)
+        reset_after_fork(self, SqliteSessionStore._forked)
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
+
+    def _forked(self) -> None:
+        """In a forked child no thread of the parent holds the pool's lock, nor checkpoints (the
+        rest of what the child must not share is dropped on its first call: `_connection`)."""
+        self._pool_lock = threading.Lock()
+        self._writes, self._checkpointing = 0, False
 
     def close(self) -> None:
         """Close the pooled connections (the store reconnects if used again)."""
@@ -261,6 +254,7 @@ class SqliteSessionStore(BaseSessionStore[Rows]):
                 out = _BUSY
             finally:
                 if write and now:
+                    # `files.release()` written out: every inline write passes here (one call less)
                     files.unlock()
                     if files.waiters:  # a pass of another loop waits for the file
                         files.wake()
