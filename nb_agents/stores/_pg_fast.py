@@ -41,11 +41,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
-
 from ..types import Message, SessionSnapshot
 from ._base import SLOW
 from ._delta import MessageCache, encode_row, to_json
+from ._pg_aio import Statements
 from ._pg_lend import GUARD, MOVED, Copy, Lent, lendable
 from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
 from ._tx import apply_mutator
@@ -119,7 +118,9 @@ class RecentRows:
 
 
 class FastWrites:
-    """The one-statement writes, on a connection outside any transaction.
+    """The one-statement writes, each a generator of its statements (`._pg_aio.Statements`), run on
+    a connection outside any transaction: on the caller's loop (`._pg_aio.LoopConnections`), or in
+    a worker thread (`._pg_aio.drive`).
 
     Args:
         recent: The rows this process knows.
@@ -131,13 +132,8 @@ class FastWrites:
         self.cache = cache
 
     def save(
-        self,
-        conn: psycopg.Connection[Any],
-        snapshot_id: str,
-        mutator: SnapshotMutator,
-        audit: Sequence[AuditRecord],
-        fence: Fence | None,
-    ) -> SessionSnapshot | str:
+        self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
+    ) -> Statements[SessionSnapshot | str]:
         """Write the row in one statement: what was written, or `SLOW`."""
         known = self.recent.get(snapshot_id)
         if known is not None and known[2] is None:
@@ -203,7 +199,7 @@ class FastWrites:
             params.update(a_sid=[r.session_id for r in audit], a_rec=[to_json(r.to_dict()) for r in audit])
         session_cols = _SESSION_COLUMNS if ask_session else "NULL, NULL, NULL, NULL"
         sql = f"WITH {', '.join(ctes)} SELECT (SELECT seq FROM w), (SELECT rev FROM w), {session_cols}"
-        got = conn.execute(sql, params).fetchone()
+        got = yield sql, params
         if got is None or got[0] is None:
             return SLOW  # nothing written: the row moved on, the claim or the base did not hold
         seq, rev = int(got[0]), int(got[1])
@@ -240,13 +236,8 @@ class FastWrites:
         return seq, rev, list(messages)
 
     def claim(
-        self,
-        conn: psycopg.Connection[Any],
-        snapshot_id: str,
-        claim: ResumeClaim,
-        pending: SessionSnapshot | None,
-        lent: Lent | None = None,
-    ) -> tuple[bool, ResumeClaim | None] | str:
+        self, snapshot_id: str, claim: ResumeClaim, pending: SessionSnapshot | None, lent: Lent | None = None
+    ) -> Statements[tuple[bool, ResumeClaim | None] | str]:
         """Claim in one statement, with the pending row: ``(True, None)`` when this call won,
         ``(False, the current claim)`` when another did, or `SLOW`; with `lent` (what this
         task's read of the row got), only while the row is still that: else `MOVED`."""
@@ -280,9 +271,7 @@ class FastWrites:
         tail += f", {_SESSION_COLUMNS}" if row is not None and row.session_id is not None else ""
         guard = ", EXISTS (SELECT 1 FROM g)" if lent is not None else ""
         for _ in range(_CLAIM_ATTEMPTS):
-            got = conn.execute(
-                f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}{guard}", params
-            ).fetchone()
+            got = yield f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}{guard}", params
             assert got is not None
             if got[0]:
                 if row is not None and got[1] is not None:
@@ -290,7 +279,7 @@ class FastWrites:
                 return True, None
             if lent is not None and not got[-1]:
                 return MOVED  # the row is not as this task read it: nothing was claimed
-            found = conn.execute(_CLAIM_READ, (snapshot_id,)).fetchone()
+            found = yield _CLAIM_READ, (snapshot_id,)
             if found is None:
                 continue  # released since: claim again
             current = ResumeClaim(found[0], found[1], found[2])

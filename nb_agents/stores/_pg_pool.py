@@ -30,7 +30,7 @@ import psycopg
 
 from .._sync import reset_after_fork
 
-__all__ = ["PgPool"]
+__all__ = ["PgPool", "idle_and_open"]
 
 T = TypeVar("T")
 
@@ -86,6 +86,11 @@ class PgPool:
         drops the parent's connections: `_acquire`)."""
         self._lock = threading.Lock()
         self._returned = threading.Condition(self._lock)
+
+    @property
+    def ready(self) -> bool:
+        """Whether `init` succeeded on a connection of this process (the schema is there)."""
+        return self._ready
 
     @contextlib.contextmanager
     def transaction(self, begin: str) -> Iterator[psycopg.Connection[Any]]:
@@ -168,7 +173,7 @@ class PgPool:
             self._leased += 1
             while self._idle:
                 conn = self._idle.pop()
-                if _idle_and_open(conn):
+                if idle_and_open(conn):
                     return conn, True
                 _discard(conn)
         try:
@@ -206,7 +211,7 @@ class PgPool:
         return conn
 
 
-def _idle_and_open(conn: psycopg.Connection[Any]) -> bool:
+def idle_and_open(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     """Whether a pooled connection looks usable: open, and with nothing to read while idle
     (a server that closes a connection says so first, or the stream ends)."""
     if conn.closed or conn.pgconn.status != psycopg.pq.ConnStatus.OK:

@@ -2,9 +2,11 @@
 
 This module owns the store's connections and transactions; the tables and
 queries are `._pg_rows`'s, the rules every store shares `BaseSessionStore`'s.
-Every operation runs on a pooled sync psycopg connection in a worker thread,
-so it never blocks an event loop and works from any thread or loop (the
-``_sync`` twins run on a private one). Concurrency is the database's:
+A transaction runs on a pooled sync psycopg connection in a worker thread, and
+a one-statement write (`._pg_fast`) on an async connection of the caller's
+loop (`._pg_aio`), so that nothing blocks an event loop and every call works
+from any thread or loop (the ``_sync`` twins run on a private one).
+Concurrency is the database's:
 
 * a save locks the id and the row, runs the mutator, writes, commits
   (`._pg_rows` says how, and why it cannot deadlock on the rows it builds on);
@@ -35,6 +37,7 @@ psycopg is imported here only; ``import nb_agents`` never loads it.
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Callable
 from datetime import timedelta
@@ -53,6 +56,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..types import SessionSnapshot
 from ._base import SaveHow
 from ._delta import MessageCache
+from ._pg_aio import LoopConnections, Statements, drive
 from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
 from ._pg_lend import Lender, Lent, still_holds
 from ._pg_listen import PgListener
@@ -88,8 +92,9 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
 
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
-        pool_size: Connections kept for reuse, and at most in use at once (per
-            process; more callers wait for one). 0: none kept, no bound.
+        pool_size: Connections kept for reuse, and at most in use at once: for
+            transactions, per process, and for one-statement writes, per event
+            loop (more callers wait for one). 0: none kept, no bound.
         heartbeat_timeout: When a pending row whose heartbeat is older reads
             ``expired`` (seconds or a `timedelta`; every process should agree).
 
@@ -124,6 +129,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         self._pool = PgPool(dsn, pool_size, partial(init_schema, repr(self)), _forked(self))
         # a thread per pooled connection runs the calls (0: no bound on connections, as anyio's 40)
         self._workers = Workers(pool_size or 40, "nb-agents-pg")
+        self._on_loops = LoopConnections(dsn, pool_size)
         self._listener = PgListener(dsn, self._changes)
         weakref.finalize(self, self._listener.close)
 
@@ -134,6 +140,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         """Close the pooled connections and stop listening (the store reconnects if used again)."""
         self._listener.close()
         self._pool.close()
+        self._on_loops.close()
         self._workers.close()
         self._cache.clear()
         self._recent.clear()
@@ -166,9 +173,8 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         done: SessionSnapshot | str | None = SLOW  # a save that adds session rules: the general path
         if not how.get("add_rules"):  # a known row in a statement or a few (`._pg_fast`)
             fast = FastWrites(self._recent, self._cache)
-            audit, fence = how.get("audit", ()), how.get("fence")
-            save = partial(fast.save, snapshot_id=snapshot_id, mutator=mutator, audit=audit, fence=fence)
-            done = await self._in_thread(partial(self._pool.run, save, idempotent=False))
+            save = partial(fast.save, snapshot_id, mutator, how.get("audit", ()), how.get("fence"))
+            done = await self._statements(save, idempotent=False)
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
             return await super().save_snapshot(snapshot_id, mutator, **how)
         if done is not None and not self._changes.quiet:  # wake the row's waiters, if any
@@ -197,8 +203,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         lent = self._lender.lent(snapshot_id)
         fast = FastWrites(self._recent, self._cache)
         claim = ResumeClaim(digest, child_id)
-        take = partial(fast.claim, snapshot_id=snapshot_id, claim=claim, pending=pending, lent=lent)
-        done = await self._in_thread(partial(self._pool.run, take, idempotent=True))
+        done = await self._statements(partial(fast.claim, snapshot_id, claim, pending, lent), idempotent=True)
         if lent is not None and (
             done == MOVED or (done == SLOW and not await self._holds(snapshot_id, lent))
         ):
@@ -211,6 +216,16 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         if won is None and pending is not None and not self._changes.quiet:
             self._changes.notify(child_id)
         return won
+
+    async def _statements(self, make: Callable[[], Statements[T]], *, idempotent: bool) -> T:
+        """A one-statement write of `._pg_fast` (`make` makes its generator): on a connection of the
+        running loop, or in a worker thread where psycopg cannot wait on the loop."""
+        if LoopConnections.usable(asyncio.get_running_loop()):
+            if not self._pool.ready:
+                await self._in_thread(partial(self._pool.run, _nothing, idempotent=True))  # the schema
+            return await self._on_loops.run(make, idempotent=idempotent)
+        run = partial(self._pool.run, lambda conn: drive(make(), conn), idempotent=idempotent)
+        return await self._in_thread(run)
 
     async def _holds(self, snapshot_id: str, lent: Lent) -> bool:
         check = partial(still_holds, snapshot_id=snapshot_id, lent=lent)
@@ -257,6 +272,10 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     def _remember(self, rows: PgRows) -> None:
         for snapshot_id, seq, rev, snap, copy in rows.seen:
             self._recent.note(snapshot_id, seq, rev, snap, copy)
+
+
+def _nothing(conn: psycopg.Connection[Any]) -> None:
+    """A call on the pool: its first connection creates the schema."""
 
 
 def _forked(store: PostgresSessionStore) -> Callable[[], None]:
