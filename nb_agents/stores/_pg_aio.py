@@ -17,11 +17,15 @@ loop that opened it), at most `size` in use at once; a caller past that waits
 on the loop. A statement runs in a task of its own, which the caller awaits
 shielded: a caller cancelled while its statement runs gets `CancelledError`
 at once, and the statement runs to its end (begun is begun: a write is never
-cut in half), as in the worker threads. The idle connections are closed by
-`close`, or when the loop's connections are garbage-collected (the loop is
-gone), never left for the garbage collector to warn about; a forked child
-starts with none, and leaves its parent's alone (closing one would end the
-parent's session on the shared socket).
+cut in half), as in the worker threads. A loop that shuts down with a
+statement in flight (``asyncio.run`` cancels the tasks it leaves) has psycopg
+cancel it in the server, as a process that exits would. A loop's connections
+close with it: code that runs each call in an ``asyncio.run`` of its own
+connects each time (the ``_sync`` twins keep one loop). The idle connections
+are closed by `close`, or when the loop's connections are garbage-collected
+(the loop is gone), never left for the garbage collector to warn about; a
+forked child starts with none, and leaves its parent's alone (closing one
+would end the parent's session on the shared socket).
 """
 
 from __future__ import annotations
