@@ -1,16 +1,18 @@
 """The one-statement writes of `PostgresSessionStore` on the caller's event loop: no worker thread.
 
-A write of `._pg_fast` is a generator: it yields each statement as ``(sql,
-params)`` and is sent the statement's first row back (``fetchone``), so the
-same code runs on a sync connection in a worker thread (`drive`) or on an
-`psycopg.AsyncConnection` on the caller's loop (`LoopConnections.run`).
+A call of `._pg_fast` (a one-statement write, or a read) is a generator: it
+yields each statement as ``(sql, params)`` and is sent the statement's rows back
+(``fetchall``), so the same code runs on a sync connection in a worker thread
+(`drive`) or on a `psycopg.AsyncConnection` on the caller's loop
+(`LoopConnections.run`).
 
 Why the loop: a statement handed to a worker thread takes the GIL back and
 forth with the busy loop around every libpq call. Under S5's load the threads
 took 1.4 ms of CPU an approval cycle for its three statements (and their
 encoding), with 60 context switches; on the loop a statement's socket is one
 more thing the selector waits for, and the cycle costs a third less CPU
-(`benchmarks/threads_cpu.py`, `benchmarks/README.md`).
+(`benchmarks/threads_cpu.py`, `benchmarks/README.md`). A read waited in the
+threads' queue behind those writes; it runs here too.
 
 Each loop gets connections of its own (an `AsyncConnection` belongs to the
 loop that opened it), at most `size` in use at once; a caller past that waits
@@ -46,8 +48,8 @@ from ._pg_pool import idle_and_open
 __all__ = ["LoopConnections", "Statements", "drive"]
 
 T = TypeVar("T")
-Statements = Generator[tuple[str, Any], Any, T]
-"""A write: yields ``(sql, params)``, is sent the statement's first row (or None), returns its result."""
+Statements = Generator[tuple[str, Any], list[Any], T]
+"""A call: yields ``(sql, params)``, is sent the statement's rows, returns its result."""
 
 # Connections a forked child inherited: never used, closed or collected there.
 _INHERITED: list[Any] = []
@@ -58,7 +60,7 @@ def drive(statements: Statements[T], conn: psycopg.Connection[Any]) -> T:
     try:
         sql, params = next(statements)
         while True:
-            sql, params = statements.send(conn.execute(sql, params).fetchone())
+            sql, params = statements.send(conn.execute(sql, params).fetchall())
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
@@ -68,7 +70,7 @@ async def _drive(statements: Statements[T], conn: psycopg.AsyncConnection[Any]) 
         sql, params = next(statements)
         while True:
             cur = await conn.execute(sql, params)
-            sql, params = statements.send(await cur.fetchone())
+            sql, params = statements.send(await cur.fetchall())
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 

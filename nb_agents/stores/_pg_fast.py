@@ -46,7 +46,17 @@ from ._base import SLOW
 from ._delta import MessageCache, encode_row, to_json
 from ._pg_aio import Statements
 from ._pg_lend import GUARD, MOVED, Copy, Lent, lendable
-from ._pg_rows import CHANNEL, aborts_a_run, notify_payload
+from ._pg_rows import (
+    BY_ID,
+    CHAIN,
+    CHANNEL,
+    LEAVES,
+    aborts_a_run,
+    copy_of,
+    decode_read,
+    needs_chain,
+    notify_payload,
+)
 from ._tx import apply_mutator
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
@@ -118,7 +128,7 @@ class RecentRows:
 
 
 class FastWrites:
-    """The one-statement writes, each a generator of its statements (`._pg_aio.Statements`), run on
+    """The one-statement writes and reads, each a generator of its statements (`._pg_aio.Statements`), run on
     a connection outside any transaction: on the caller's loop (`._pg_aio.LoopConnections`), or in
     a worker thread (`._pg_aio.drive`).
 
@@ -130,6 +140,29 @@ class FastWrites:
     def __init__(self, recent: RecentRows, cache: MessageCache) -> None:
         self.recent = recent
         self.cache = cache
+
+    def read(self, snapshot_id: str) -> Statements[SessionSnapshot | str | None]:
+        """The row, or None: one statement (two when its history is built on a base not cached
+        here); `SLOW` when the row was written between the two (the general path then reads it
+        in one snapshot)."""
+        rows = yield BY_ID, (snapshot_id,)
+        if not rows:
+            return None
+        row = rows[0]
+        links = (yield CHAIN, (row[0],)) if needs_chain(row, self.cache) else []
+        snap = decode_read(row, self.cache, lambda seq: links)
+        if snap is None:
+            return SLOW
+        self.recent.note(snapshot_id, row[0], row[1], snap, copy_of(row))
+        return snap
+
+    def latest(self, session_id: str) -> Statements[SessionSnapshot | str | None]:
+        """The session's newest leaf (`stores.base.leaves`), as `read` reads it, or None."""
+        leaves = yield LEAVES, {"sid": session_id}
+        found = max(((r[0], r[1]) for r in leaves), default=None)
+        if found is None:
+            return None
+        return (yield from self.read(found[1]))
 
     def save(
         self, snapshot_id: str, mutator: SnapshotMutator, audit: Sequence[AuditRecord], fence: Fence | None
@@ -199,7 +232,7 @@ class FastWrites:
             params.update(a_sid=[r.session_id for r in audit], a_rec=[to_json(r.to_dict()) for r in audit])
         session_cols = _SESSION_COLUMNS if ask_session else "NULL, NULL, NULL, NULL"
         sql = f"WITH {', '.join(ctes)} SELECT (SELECT seq FROM w), (SELECT rev FROM w), {session_cols}"
-        got = yield sql, params
+        got = _first((yield sql, params))
         if got is None or got[0] is None:
             return SLOW  # nothing written: the row moved on, the claim or the base did not hold
         seq, rev = int(got[0]), int(got[1])
@@ -271,7 +304,9 @@ class FastWrites:
         tail += f", {_SESSION_COLUMNS}" if row is not None and row.session_id is not None else ""
         guard = ", EXISTS (SELECT 1 FROM g)" if lent is not None else ""
         for _ in range(_CLAIM_ATTEMPTS):
-            got = yield f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}{guard}", params
+            got = _first(
+                (yield f"WITH {', '.join(ctes)} SELECT EXISTS (SELECT 1 FROM c){tail}{guard}", params)
+            )
             assert got is not None
             if got[0]:
                 if row is not None and got[1] is not None:
@@ -279,7 +314,7 @@ class FastWrites:
                 return True, None
             if lent is not None and not got[-1]:
                 return MOVED  # the row is not as this task read it: nothing was claimed
-            found = yield _CLAIM_READ, (snapshot_id,)
+            found = _first((yield _CLAIM_READ, (snapshot_id,)))
             if found is None:
                 continue  # released since: claim again
             current = ResumeClaim(found[0], found[1], found[2])
@@ -295,6 +330,10 @@ class FastWrites:
         if (agent is not None and row.agent != agent) or (owner is not None and row.owner != owner):
             row = row.model_copy(update={"agent": agent or row.agent, "owner": owner or row.owner})
         self.recent.note(child_id, int(got[1]), int(got[2]), row)
+
+
+def _first(rows: list[Any]) -> Any:
+    return rows[0] if rows else None
 
 
 _NAMES = ("id", "session_id", "parent_id", "created_at", "meta", "state", "base_seq", "base_len", "tail")

@@ -40,7 +40,7 @@ psycopg is imported by `postgres.py` first; ``import nb_agents`` never loads thi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -61,7 +61,16 @@ from ._pg_lend import Copy
 from .base import AuditRecord, ResumeClaim
 
 __all__ = [
+    "BY_ID",
+    "CHAIN",
     "CHANNEL",
+    "LEAVES",
+    "Row",
+    "copy_of",
+    "decode_read",
+    "decode_row",
+    "needs_chain",
+    "row_history",
     "aborts_a_run",
     "ClaimRacedError",
     "PgRows",
@@ -72,7 +81,7 @@ CHANNEL = "nb_agents_changes"
 _MAX_PAYLOAD = 7999  # bytes: NOTIFY's limit is 8000
 _ID_LOCKS = 0x6E626964  # first key of pg_advisory_xact_lock(int, int) for one snapshot id: b"nbid"
 _READ_ATTEMPTS = 3  # outside a transaction; then in one
-_BY_ID = """SELECT s.seq, s.rev, s.meta, s.state, s.base_seq, s.base_len, s.tail, ss.agent, ss.owner
+BY_ID = """SELECT s.seq, s.rev, s.meta, s.state, s.base_seq, s.base_len, s.tail, ss.agent, ss.owner
     FROM nb_agents_snapshots s LEFT JOIN nb_agents_sessions ss ON ss.session_id = s.session_id
     WHERE s.snapshot_id = %s"""
 _CLAIM = "SELECT digest, child_id, generation FROM nb_agents_claims WHERE snapshot_id = %s"
@@ -83,10 +92,10 @@ _ADD_SESSION = """INSERT INTO nb_agents_sessions AS ss (session_id, agent, owner
         WHERE (ss.agent IS NULL AND EXCLUDED.agent IS NOT NULL)
             OR (ss.owner IS NULL AND EXCLUDED.owner IS NOT NULL)
     RETURNING agent, owner"""
-_LEAVES = """SELECT s.created_at, s.snapshot_id FROM nb_agents_snapshots s WHERE s.session_id = %(sid)s
+LEAVES = """SELECT s.created_at, s.snapshot_id FROM nb_agents_snapshots s WHERE s.session_id = %(sid)s
     AND NOT EXISTS (
         SELECT 1 FROM nb_agents_snapshots c WHERE c.parent_id = s.snapshot_id AND c.session_id = %(sid)s)"""
-_CHAIN = """WITH RECURSIVE chain(depth, seq, rev, base_seq, base_len, tail) AS (
+CHAIN = """WITH RECURSIVE chain(depth, seq, rev, base_seq, base_len, tail) AS (
         SELECT 0, seq, rev, base_seq, base_len, tail FROM nb_agents_snapshots WHERE seq = %s
         UNION ALL
         SELECT c.depth + 1, s.seq, s.rev, s.base_seq, s.base_len, s.tail
@@ -101,7 +110,7 @@ _SET_RULES = """INSERT INTO nb_agents_rules (session_id, rules) VALUES (%s, %s)
 _ADD_AUDIT = "INSERT INTO nb_agents_audit (session_id, record) VALUES (%s, %s)"
 
 # (seq, rev, meta, state, base_seq, base_len, tail, the session's agent, its owner)
-_Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
+Row = tuple[int, int, str, str | None, int | None, int, str | None, str | None, str | None]
 
 
 def aborts_a_run(current: SessionSnapshot | None, new: SessionSnapshot) -> bool:
@@ -141,22 +150,21 @@ class PgRows:
         # (id, seq, rev, the row as read or written, its columns as read): what the store
         # remembers once this is over
         self.seen: list[tuple[str, int, int, SessionSnapshot, Copy | None]] = []
-        self._loaded: dict[str, _Row | None] = {}  # the rows `load` locked, for `write`
+        self._loaded: dict[str, Row | None] = {}  # the rows `load` locked, for `write`
 
     # -- reads ------------------------------------------------------------------------
     def get(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row; outside a transaction too (autocommit): a row whose history takes a
         second query is read again when it changed in between, so both are of one version."""
         for _ in range(_READ_ATTEMPTS):
-            row: _Row | None = self.conn.execute(_BY_ID, (snapshot_id,)).fetchone()
+            row: Row | None = self.conn.execute(BY_ID, (snapshot_id,)).fetchone()
             if row is None:
                 return None
             try:
                 snap = self._decode(row)
             except _RowChangedError:
                 continue
-            copy = Copy(row[2], row[3], row[6], row[4] is not None, row[7], row[8])
-            self.seen.append((snapshot_id, row[0], row[1], snap, copy))
+            self.seen.append((snapshot_id, row[0], row[1], snap, copy_of(row)))
             return snap
         with self.conn.transaction():  # rewritten at every look: read it in one snapshot
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", prepare=False)
@@ -165,12 +173,12 @@ class PgRows:
     def load(self, snapshot_id: str) -> SessionSnapshot | None:
         # the id's lock covers a row that does not exist yet: two first saves serialize
         self.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_ID_LOCKS, snapshot_id))
-        row: _Row | None = self.conn.execute(_BY_ID + " FOR UPDATE OF s", (snapshot_id,)).fetchone()
+        row: Row | None = self.conn.execute(BY_ID + " FOR UPDATE OF s", (snapshot_id,)).fetchone()
         self._loaded[snapshot_id] = row
         return self._decode(row) if row is not None else None
 
     def leaves(self, session_id: str) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self.conn.execute(_LEAVES, {"sid": session_id})]
+        return [(r[0], r[1]) for r in self.conn.execute(LEAVES, {"sid": session_id})]
 
     def session_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute(_SESSIONS)]
@@ -229,7 +237,7 @@ class PgRows:
         return written
 
     def _with_session(
-        self, new: SessionSnapshot, row: _Row | None, current: SessionSnapshot | None
+        self, new: SessionSnapshot, row: Row | None, current: SessionSnapshot | None
     ) -> SessionSnapshot:
         if new.session_id is None:
             return new
@@ -309,7 +317,7 @@ class PgRows:
         """
         if not parent_id:
             return None
-        row: _Row | None = self.conn.execute(_BY_ID + " FOR SHARE OF s SKIP LOCKED", (parent_id,)).fetchone()
+        row: Row | None = self.conn.execute(BY_ID + " FOR SHARE OF s SKIP LOCKED", (parent_id,)).fetchone()
         if row is None or row[3] is None or (own_seq is not None and row[0] >= own_seq):
             return None
         return row[0], self._messages(row)
@@ -327,23 +335,56 @@ class PgRows:
                 (seq if keep else None, keep, rebased_tail(old, keep, dep_len, dep_tail), dep_seq),
             )
 
-    def _decode(self, row: _Row) -> SessionSnapshot:
-        return decode_snapshot(row[2], row[3], row[6], lambda: self._messages(row), row[7], row[8])
+    def _decode(self, row: Row) -> SessionSnapshot:
+        return decode_row(row, self.cache, self._chain)
 
-    def _messages(self, row: _Row) -> list[Message]:
-        """A row's whole history: its base chain in one recursive query, from the nearest cached row.
+    def _messages(self, row: Row) -> list[Message]:
+        return row_history(row, self.cache, self._chain)
 
-        Raises `_RowChangedError` when the chain starts at another revision of the row than
-        `row` (outside a transaction, a write came in between).
-        """
+    def _chain(self, seq: int) -> list[Any]:
+        return self.conn.execute(CHAIN, (seq,)).fetchall()
 
-        def chain() -> list[tuple[int, int, int, Any]]:
-            links = self.conn.execute(_CHAIN, (row[0],)).fetchall()
-            if not links or (links[0][0], links[0][1]) != (row[0], row[1]):
-                raise _RowChangedError(row[0])
-            return links
 
-        return history(self.cache, row[0], row[1], row[4] is not None, row[6], chain)
+def decode_row(row: Row, cache: MessageCache, chain: Callable[[int], list[Any]]) -> SessionSnapshot:
+    """The snapshot of a row read with `BY_ID` (its history: `row_history`)."""
+    return decode_snapshot(row[2], row[3], row[6], lambda: row_history(row, cache, chain), row[7], row[8])
+
+
+def decode_read(row: Row, cache: MessageCache, chain: Callable[[int], list[Any]]) -> SessionSnapshot | None:
+    """`decode_row`, or None when the row was written between its statement and its chain's."""
+    try:
+        return decode_row(row, cache, chain)
+    except _RowChangedError:
+        return None
+
+
+def row_history(row: Row, cache: MessageCache, chain: Callable[[int], list[Any]]) -> list[Message]:
+    """A row's whole history, from the nearest cached link of its base chain, which ``chain(seq)``
+    reads (`CHAIN`, one recursive query) when `needs_chain`.
+
+    Raises `_RowChangedError` (internal) when the chain starts at another revision of the row
+    than `row` (outside a transaction, a write came in between).
+    """
+
+    def links() -> list[Any]:
+        got = chain(row[0])
+        if not got or (got[0][0], got[0][1]) != (row[0], row[1]):
+            raise _RowChangedError(row[0])
+        return got
+
+    return history(cache, row[0], row[1], row[4] is not None, row[6], links)
+
+
+def needs_chain(row: Row, cache: MessageCache) -> bool:
+    """Whether decoding `row` reads its base chain: a history built on a base, not cached here."""
+    return (
+        row[3] is not None and row[6] is not None and row[4] is not None and cache.get(row[0], row[1]) is None
+    )
+
+
+def copy_of(row: Row) -> Copy:
+    """What a row read with `BY_ID` is, for lending it to an answer (`._pg_lend`)."""
+    return Copy(row[2], row[3], row[6], row[4] is not None, row[7], row[8])
 
 
 class _RowChangedError(AbortedError):

@@ -3,9 +3,10 @@
 This module owns the store's connections and transactions; the tables and
 queries are `._pg_rows`'s, the rules every store shares `BaseSessionStore`'s.
 A transaction runs on a pooled sync psycopg connection in a worker thread, and
-a one-statement write (`._pg_fast`) on an async connection of the caller's
-loop (`._pg_aio`), so that nothing blocks an event loop and every call works
-from any thread or loop (the ``_sync`` twins run on a private one).
+a one-statement write or a read of a row (`._pg_fast`) on an async connection
+of the caller's loop (`._pg_aio`), so that nothing blocks an event loop and
+every call works from any thread or loop (the ``_sync`` twins run on a private
+one).
 Concurrency is the database's:
 
 * a save locks the id and the row, runs the mutator, writes, commits
@@ -23,7 +24,8 @@ Concurrency is the database's:
   wakes the store's `wait_changed` waiters and ``on_change`` callbacks,
   whichever process wrote: a running turn notices an abort without polling;
 * a read is one statement outside any transaction (a history that takes a
-  second query is checked to be of the same revision of the row); the writes
+  second query is checked to be of the same revision of the row, and read
+  again in one snapshot when it is not); the writes
   of an approval cycle (a new row, a claim with its pending row, a fenced
   final row with its audit) are one statement each when what they build on
   is known here and still holds (`._pg_fast`), else the transaction above;
@@ -54,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("PostgresSessionStore needs psycopg 3: pip install 'nb_agents[postgres]'") from exc
 
 from ..types import SessionSnapshot
-from ._base import SaveHow
+from ._base import SaveHow, with_effective_status
 from ._delta import MessageCache
 from ._pg_aio import LoopConnections, Statements, drive
 from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
@@ -165,6 +167,25 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
 
     async def _in_thread(self, fn: Callable[[], T]) -> T:
         return await self._workers.run(fn)  # the fast paths' statements and the general path's transactions
+
+    async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
+        """The row with this id (``expired`` computed on read), or None: one statement, on the
+        caller's loop (`._pg_fast`); in one snapshot when a write came between it and its history."""
+        got = await self._statements(
+            partial(FastWrites(self._recent, self._cache).read, snapshot_id), idempotent=True
+        )
+        if isinstance(got, str):  # SLOW: read it again in the general path
+            return await super().get_snapshot(snapshot_id)
+        return with_effective_status(got, self.heartbeat_timeout)
+
+    async def get_latest(self, session_id: str) -> SessionSnapshot | None:
+        """The session's newest leaf (``expired`` computed on read), or None: as `get_snapshot`."""
+        got = await self._statements(
+            partial(FastWrites(self._recent, self._cache).latest, session_id), idempotent=True
+        )
+        if isinstance(got, str):  # SLOW: read it again in the general path
+            return await super().get_latest(session_id)
+        return with_effective_status(got, self.heartbeat_timeout)
 
     async def save_snapshot(
         self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]

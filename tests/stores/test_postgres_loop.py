@@ -1,6 +1,6 @@
 """`PostgresSessionStore`'s one-statement writes on the caller's event loop (`stores._pg_aio`).
 
-An approval cycle's three writes run on async connections of the running loop, not in
+An approval cycle's three writes, and a read of a row, run on async connections of the running loop, not in
 worker threads. What that must not change, on a real PostgreSQL server: a caller cancelled
 while its write runs gets `CancelledError` at once and the write still runs to its end; a
 connection the server dropped is not handed to a write; a loop uses at most ``pool_size``
@@ -22,12 +22,16 @@ import pg
 import pytest
 
 from nb_agents.stores.base import ResumeClaim
-from nb_agents.testing._store_samples import put, snap
+from nb_agents.testing._store_samples import msg, put, snap
 
 if not pg.in_ci():  # under CI a missing psycopg is an error, not a skip
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[postgres]')")
 import psycopg  # noqa: E402
 
+from nb_agents.stores._base import SLOW  # noqa: E402
+from nb_agents.stores._delta import MessageCache  # noqa: E402
+from nb_agents.stores._pg_fast import FastWrites, RecentRows  # noqa: E402
+from nb_agents.stores._pg_rows import BY_ID, CHAIN  # noqa: E402
 from nb_agents.stores.postgres import PostgresSessionStore  # noqa: E402
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +164,41 @@ def test_a_store_dropped_without_close_closes_its_loop_connections(dsn: str) -> 
         assert all(conn.closed for conn in idle)
     finally:
         loop.close()
+
+
+async def test_a_read_on_the_loop_builds_a_history_it_has_not_seen(dsn: str) -> None:
+    """A second store (another process: nothing cached) reads rows whose histories are built on
+    bases: the row's statement and its base chain's, on the loop, whole."""
+    async with PostgresSessionStore(dsn) as writer, PostgresSessionStore(dsn) as reader:
+        parent = None
+        for i in range(1, 6):
+            row = snap(
+                f"t{i}", parent_id=parent, created=i, messages=[msg("user", f"q{j}") for j in range(i)]
+            )
+            await put(writer, row)
+            parent = row.snapshot_id
+        got = await reader.get_snapshot("t5")
+        assert (
+            got is not None
+            and got.to_wire()
+            == snap(
+                "t5", parent_id="t4", created=5, messages=[msg("user", f"q{j}") for j in range(5)]
+            ).to_wire()
+        )
+        on_loop = reader._on_loops._loops.get(asyncio.get_running_loop())
+        assert on_loop is not None and on_loop.idle  # its statements ran on this loop's connections
+
+
+def test_a_row_written_between_its_statement_and_its_chain_is_read_again_elsewhere() -> None:
+    """The read's two statements run outside a transaction: when the chain starts at another
+    revision of the row than the row's statement read, the read says so (`SLOW`), and the
+    store reads the row again in one snapshot (the general path)."""
+    fast = FastWrites(RecentRows(), MessageCache())
+    reading = fast.read("t2")
+    assert next(reading)[0] == BY_ID
+    row = (7, 2, '{"snapshotId": "t2"}', '{"sessionId": "s1"}', 6, 1, '[{"role": "user"}]', None, None)
+    assert reading.send([row])[0] == CHAIN
+    with pytest.raises(StopIteration) as done:
+        reading.send([(7, 3, 1, "[]"), (6, 1, None, "[]")])  # the row is at revision 3 now
+    assert done.value.value == SLOW
+    assert fast.recent.get("t2") is None  # nothing of it is remembered
