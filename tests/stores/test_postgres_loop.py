@@ -30,6 +30,7 @@ import psycopg  # noqa: E402
 
 from nb_agents.stores._base import SLOW  # noqa: E402
 from nb_agents.stores._delta import MessageCache  # noqa: E402
+from nb_agents.stores._pg_aio import LoopConnections  # noqa: E402
 from nb_agents.stores._pg_fast import FastWrites, RecentRows  # noqa: E402
 from nb_agents.stores._pg_rows import BY_ID, CHAIN  # noqa: E402
 from nb_agents.stores.postgres import PostgresSessionStore  # noqa: E402
@@ -202,3 +203,23 @@ def test_a_row_written_between_its_statement_and_its_chain_is_read_again_elsewhe
         reading.send([(7, 3, 1, "[]"), (6, 1, None, "[]")])  # the row is at revision 3 now
     assert done.value.value == SLOW
     assert fast.recent.get("t2") is None  # nothing of it is remembered
+
+
+async def test_where_psycopg_cannot_wait_on_the_loop_the_same_calls_run_in_threads(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows' proactor loop has no readers for psycopg to wait on: there the same generators
+    of statements run on the pool's sync connections in worker threads (`_pg_aio.drive`)."""
+    monkeypatch.setattr(LoopConnections, "usable", staticmethod(lambda loop: False))
+    async with PostgresSessionStore(dsn) as store:
+        await put(store, snap("p", messages=[msg("user", "hi")]))
+        await put(
+            store, snap("c", parent_id="p", created=1, messages=[msg("user", "hi"), msg("model", "yo")])
+        )
+        assert await store.claim_resume("c", "d", "k") is None
+        assert await store.claim_resume("c", "e", "k2") == ResumeClaim("d", "k")
+        latest = await store.get_latest("s1")
+        assert latest is not None and latest.snapshot_id == "c"
+        got = await store.get_snapshot("c")
+        assert got is not None and [m.text for m in got.state.messages] == ["hi", "yo"]
+        assert not store._on_loops._loops  # no connection of the loop was opened
