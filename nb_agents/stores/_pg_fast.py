@@ -60,7 +60,7 @@ from ._pg_rows import (
 from ._tx import apply_mutator
 from .base import AuditRecord, Fence, ResumeClaim, SnapshotMutator
 
-__all__ = ["MOVED", "SLOW", "FastWrites", "RecentRows"]
+__all__ = ["MOVED", "SLOW", "Fast", "RecentRows"]
 
 _KEEP = 512  # rows remembered
 _COLUMNS = "snapshot_id, session_id, parent_id, created_at, meta, state, base_seq, base_len, tail, rev"
@@ -127,7 +127,7 @@ class RecentRows:
             self._rows.clear()
 
 
-class FastWrites:
+class Fast:
     """The one-statement writes and reads, each a generator of its statements (`._pg_aio.Statements`), run on
     a connection outside any transaction: on the caller's loop (`._pg_aio.LoopConnections`), or in
     a worker thread (`._pg_aio.drive`).

@@ -59,7 +59,7 @@ from ..types import SessionSnapshot
 from ._base import SaveHow, with_effective_status
 from ._delta import MessageCache
 from ._pg_aio import LoopConnections, Statements, drive
-from ._pg_fast import MOVED, SLOW, FastWrites, RecentRows
+from ._pg_fast import MOVED, SLOW, Fast, RecentRows
 from ._pg_lend import Lender, Lent, still_holds
 from ._pg_listen import PgListener
 from ._pg_pool import PgPool
@@ -95,8 +95,8 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     Args:
         dsn: A libpq connection string or URL (``"postgresql://user@host/db"``).
         pool_size: Connections kept for reuse, and at most in use at once: for
-            transactions, per process, and for one-statement writes, per event
-            loop (more callers wait for one). 0: none kept, no bound.
+            transactions, per process, and for one-statement writes and reads,
+            per event loop (more callers wait for one). 0: none kept, no bound.
         heartbeat_timeout: When a pending row whose heartbeat is older reads
             ``expired`` (seconds or a `timedelta`; every process should agree).
 
@@ -171,21 +171,21 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
     async def get_snapshot(self, snapshot_id: str) -> SessionSnapshot | None:
         """The row with this id (``expired`` computed on read), or None: one statement, on the
         caller's loop (`._pg_fast`); in one snapshot when a write came between it and its history."""
-        got = await self._statements(
-            partial(FastWrites(self._recent, self._cache).read, snapshot_id), idempotent=True
-        )
+        got = await self._statements(partial(self._fast().read, snapshot_id), idempotent=True)
         if isinstance(got, str):  # SLOW: read it again in the general path
             return await super().get_snapshot(snapshot_id)
         return with_effective_status(got, self.heartbeat_timeout)
 
     async def get_latest(self, session_id: str) -> SessionSnapshot | None:
         """The session's newest leaf (``expired`` computed on read), or None: as `get_snapshot`."""
-        got = await self._statements(
-            partial(FastWrites(self._recent, self._cache).latest, session_id), idempotent=True
-        )
+        got = await self._statements(partial(self._fast().latest, session_id), idempotent=True)
         if isinstance(got, str):  # SLOW: read it again in the general path
             return await super().get_latest(session_id)
         return with_effective_status(got, self.heartbeat_timeout)
+
+    def _fast(self) -> Fast:
+        """The one-statement calls on what this process knows now (a forked child starts anew)."""
+        return Fast(self._recent, self._cache)
 
     async def save_snapshot(
         self, snapshot_id: str, mutator: SnapshotMutator, **how: Unpack[SaveHow]
@@ -193,8 +193,7 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         """Atomic read-modify-write of one row; returns what was written (see `SessionStore`)."""
         done: SessionSnapshot | str | None = SLOW  # a save that adds session rules: the general path
         if not how.get("add_rules"):  # a known row in a statement or a few (`._pg_fast`)
-            fast = FastWrites(self._recent, self._cache)
-            save = partial(fast.save, snapshot_id, mutator, how.get("audit", ()), how.get("fence"))
+            save = partial(self._fast().save, snapshot_id, mutator, how.get("audit", ()), how.get("fence"))
             done = await self._statements(save, idempotent=False)
         if isinstance(done, str):  # SLOW: nothing was written; the general path decides
             return await super().save_snapshot(snapshot_id, mutator, **how)
@@ -222,9 +221,10 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         process's copy (`get_snapshot_to_claim`) and is no longer that.
         """
         lent = self._lender.lent(snapshot_id)
-        fast = FastWrites(self._recent, self._cache)
         claim = ResumeClaim(digest, child_id)
-        done = await self._statements(partial(fast.claim, snapshot_id, claim, pending, lent), idempotent=True)
+        done = await self._statements(
+            partial(self._fast().claim, snapshot_id, claim, pending, lent), idempotent=True
+        )
         if lent is not None and (
             done == MOVED or (done == SLOW and not await self._holds(snapshot_id, lent))
         ):
@@ -239,8 +239,8 @@ class PostgresSessionStore(ThreadedSessionStore[PgRows]):
         return won
 
     async def _statements(self, make: Callable[[], Statements[T]], *, idempotent: bool) -> T:
-        """A one-statement write of `._pg_fast` (`make` makes its generator): on a connection of the
-        running loop, or in a worker thread where psycopg cannot wait on the loop."""
+        """A one-statement call of `._pg_fast` (a write or a read; `make` makes its generator): on a
+        connection of the running loop, or in a worker thread where psycopg cannot wait on the loop."""
         if LoopConnections.usable(asyncio.get_running_loop()):
             if not self._pool.ready:
                 await self._in_thread(partial(self._pool.run, _nothing, idempotent=True))  # the schema

@@ -31,7 +31,7 @@ import psycopg  # noqa: E402
 from nb_agents.stores._base import SLOW  # noqa: E402
 from nb_agents.stores._delta import MessageCache  # noqa: E402
 from nb_agents.stores._pg_aio import LoopConnections  # noqa: E402
-from nb_agents.stores._pg_fast import FastWrites, RecentRows  # noqa: E402
+from nb_agents.stores._pg_fast import Fast, RecentRows  # noqa: E402
 from nb_agents.stores._pg_rows import BY_ID, CHAIN  # noqa: E402
 from nb_agents.stores.postgres import PostgresSessionStore  # noqa: E402
 
@@ -194,7 +194,7 @@ def test_a_row_written_between_its_statement_and_its_chain_is_read_again_elsewhe
     """The read's two statements run outside a transaction: when the chain starts at another
     revision of the row than the row's statement read, the read says so (`SLOW`), and the
     store reads the row again in one snapshot (the general path)."""
-    fast = FastWrites(RecentRows(), MessageCache())
+    fast = Fast(RecentRows(), MessageCache())
     reading = fast.read("t2")
     assert next(reading)[0] == BY_ID
     row = (7, 2, '{"snapshotId": "t2"}', '{"sessionId": "s1"}', 6, 1, '[{"role": "user"}]', None, None)
